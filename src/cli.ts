@@ -1,0 +1,148 @@
+import { Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import type { Knex } from 'knex';
+import { createAccount, rotateKeys } from './accounts/accounts.service';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createDb } from './db/knex';
+import { migrateLatest } from './db/migrate';
+import { resolveDatabase } from './db/resolve';
+import { runSeeds } from './db/seed';
+import { createLogger, REDACT_PATHS, type Logger } from './logger';
+import { VERSION } from './paths';
+import { prepareDatabase, startServer } from './server';
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** Commands other than serve/worker print results on stdout; their logs go to stderr. */
+function cliLogger(cfg: Config): Logger {
+  return pino({ level: cfg.logLevel === 'info' ? 'warn' : cfg.logLevel, redact: REDACT_PATHS }, pino.destination(2));
+}
+
+/** Runs `fn` against the database (attaching to a running embedded one), then disconnects. */
+async function withDatabase<T>(fn: (db: Knex, logger: Logger) => Promise<T>): Promise<T> {
+  const cfg = config();
+  const logger = cliLogger(cfg);
+  const database = await resolveDatabase(cfg, logger, true);
+  const db = createDb({ url: database.url, poolMax: 2 });
+  try {
+    return await fn(db, logger);
+  } finally {
+    await db.destroy();
+    await database.stop();
+  }
+}
+
+function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('must be a positive integer');
+  return Number(value);
+}
+
+async function serve(): Promise<void> {
+  const cfg = config();
+  const logger = createLogger(cfg.logLevel);
+  let running: Awaited<ReturnType<typeof startServer>>;
+  try {
+    running = await startServer(cfg, logger);
+  } catch (err) {
+    logger.fatal({ err }, 'Herald could not start');
+    process.exit(1);
+  }
+  let signals = 0;
+  const stop = (signal: string) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn('second signal: exiting without waiting');
+      running.database.stop().finally(() => process.exit(1));
+      return;
+    }
+    running.shutdown(signal).then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    running.database.stop().finally(() => process.exit(1));
+  });
+}
+
+export function buildProgram(): Command {
+  const program = new Command('herald').description('Herald: self-hosted email campaigns').version(VERSION);
+  program
+    .command('serve')
+    .description('migrate, seed, then serve the API (what `npm start` runs)')
+    .action(serve);
+  program
+    .command('migrate')
+    .description('apply pending database migrations')
+    .action(() =>
+      withDatabase(async (db) => {
+        const ran = await migrateLatest(db);
+        process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'already up to date\n');
+      }),
+    );
+  program
+    .command('seed')
+    .description('load reference data (reserved fields, templates, geography); safe to repeat')
+    .action(() =>
+      withDatabase(async (db) => {
+        await migrateLatest(db);
+        const seeds = await runSeeds(db);
+        process.stdout.write(`seeded: ${seeds.join(', ')}\n`);
+      }),
+    );
+  const account = program.command('account').description('manage accounts and their keys');
+  account
+    .command('create')
+    .description('create an account; prints {"id","public_key","secret_key"} (the secret is shown only here)')
+    .requiredOption('--name <name>', 'account name')
+    .requiredOption('--email <email>', 'account email')
+    .action((opts: { name: string; email: string }) =>
+      withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        const created = await createAccount(db, { name: opts.name, email: opts.email });
+        process.stdout.write(`${JSON.stringify(created)}\n`);
+      }),
+    );
+  account
+    .command('rotate-keys')
+    .description('replace an account’s key pair; the old pair stops working at once')
+    .requiredOption('--id <id>', 'account id', positiveInt)
+    .action((opts: { id: number }) =>
+      withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        const rotated = await rotateKeys(db, opts.id);
+        if (!rotated) {
+          process.stderr.write(`No account with id ${opts.id}\n`);
+          process.exitCode = 1;
+          return;
+        }
+        process.stdout.write(`${JSON.stringify(rotated)}\n`);
+      }),
+    );
+  return program;
+}
+
+if (require.main === module) {
+  buildProgram()
+    .parseAsync(process.argv)
+    .catch((err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    });
+}

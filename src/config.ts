@@ -1,0 +1,111 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Configuration is environment variables only, parsed once here. A bad value stops
+ * startup with a message that names the variable (see loadConfig).
+ */
+const intIn = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, { message: `must be a whole number between ${min} and ${max}` })
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, { message: `must be a whole number between ${min} and ${max}` });
+
+const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' }).transform((v) => v === '1');
+
+const url = (protocols: string[]) =>
+  z
+    .string()
+    .trim()
+    .refine(
+      (v) => {
+        try {
+          return protocols.includes(new URL(v).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+    );
+
+const schema = z.object({
+  PORT: intIn(0, 65535).default(3000),
+  HOST: z.string().trim().min(1).default('0.0.0.0'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATA_DIR: z.string().trim().min(1).default('./data'),
+  EMBEDDED_DB_PORT: intIn(1, 65535).default(54329),
+  DB_POOL_MAX: intIn(1, 500).default(10),
+  SMTP_URL: url(['smtp:', 'smtps:']).optional(),
+  PUBLIC_URL: url(['http:', 'https:']).optional(),
+  SEND_RATE: intIn(0, 1_000_000).default(0),
+  WORKER: flag.default(true),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT_PER_MINUTE: intIn(0, 10_000_000).default(6000),
+  IMPORT_MAX_BYTES: intIn(1024, 10 * 1024 ** 3).default(200 * 1024 * 1024),
+  BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(1024 * 1024),
+  DESIGN_BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(5 * 1024 * 1024),
+  SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000).default(15_000),
+  DB_QUERY_TIMEOUT_MS: intIn(0, 3_600_000).default(30_000),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  dataDir: string;
+  embeddedDbPort: number;
+  dbPoolMax: number;
+  smtpUrl?: string;
+  publicUrl: string;
+  sendRate: number;
+  worker: boolean;
+  logLevel: string;
+  rateLimitPerMinute: number;
+  importMaxBytes: number;
+  bodyLimitBytes: number;
+  designBodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  dbQueryTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Reads the environment once; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable means "not set", as in most twelve-factor tools.
+  const present = Object.fromEntries(
+    Object.keys(schema.shape)
+      .filter((k) => env[k] !== undefined && env[k] !== '')
+      .map((k) => [k, env[k]]),
+  );
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const name = String(i.path[0]);
+      return `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    databaseUrl: c.DATABASE_URL,
+    dataDir: path.resolve(c.DATA_DIR),
+    embeddedDbPort: c.EMBEDDED_DB_PORT,
+    dbPoolMax: c.DB_POOL_MAX,
+    smtpUrl: c.SMTP_URL,
+    publicUrl: (c.PUBLIC_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, ''),
+    sendRate: c.SEND_RATE,
+    worker: c.WORKER,
+    logLevel: c.LOG_LEVEL,
+    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
+    importMaxBytes: c.IMPORT_MAX_BYTES,
+    bodyLimitBytes: c.BODY_LIMIT_BYTES,
+    designBodyLimitBytes: c.DESIGN_BODY_LIMIT_BYTES,
+    shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
+    dbQueryTimeoutMs: c.DB_QUERY_TIMEOUT_MS,
+  };
+}

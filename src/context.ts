@@ -1,0 +1,16 @@
+import type { Knex } from 'knex';
+import type { Config } from './config';
+import type { Logger } from './logger';
+
+/** What every service function receives first: the authenticated account and the database. */
+export interface Ctx {
+  userId: number;
+  db: Knex;
+}
+
+/** Process-wide dependencies handed to createApp() and the worker. */
+export interface Deps {
+  config: Config;
+  db: Knex;
+  logger: Logger;
+}

@@ -1,0 +1,39 @@
+import knexFactory, { type Knex } from 'knex';
+import { installTypeParsers } from './types';
+
+export type Db = Knex;
+
+export interface DbOptions {
+  url: string;
+  poolMax?: number;
+  /** statement_timeout for every session; 0 disables it. */
+  queryTimeoutMs?: number;
+  applicationName?: string;
+}
+
+/**
+ * One knex instance per process. Sessions are pinned to UTC so timestamps format the same
+ * everywhere, and acquiring a connection gives up after a few seconds so a database outage
+ * answers 503 instead of hanging requests.
+ */
+export function createDb(opts: DbOptions): Knex {
+  installTypeParsers();
+  const options = ['-c TimeZone=UTC'];
+  if (opts.queryTimeoutMs) options.push(`-c statement_timeout=${opts.queryTimeoutMs}`);
+  return knexFactory({
+    client: 'pg',
+    connection: {
+      connectionString: opts.url,
+      options: options.join(' '),
+      application_name: opts.applicationName ?? 'herald',
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+    },
+    pool: {
+      min: 0,
+      max: opts.poolMax ?? 10,
+      idleTimeoutMillis: 30_000,
+    },
+    acquireConnectionTimeout: 5000,
+  });
+}

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/**
+ * Builders for form-field schemas. Form values arrive as strings (multipart, urlencoded)
+ * or typed (JSON); these accept both and produce the typed value. Empty strings never reach
+ * them: form.ts turns them into "absent", as Laravel's ConvertEmptyStringsToNull does.
+ */
+
+export const MAX_INT = 2_147_483_647;
+
+/** Local part: RFC 5322 atext with single dots; domain: letters (IDN ok), digits, hyphens. */
+export const EMAIL_PATTERN =
+  /^(?=.{3,254}$)(?=[^@]{1,64}@)[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}]{2,63}$/u;
+
+export function isEmail(value: string): boolean {
+  return EMAIL_PATTERN.test(value);
+}
+
+const toNumber = (v: unknown) => {
+  if (typeof v === 'string' && /^[+-]?\d+$/.test(v.trim())) return Number(v.trim());
+  return v;
+};
+
+/** A required string, at most `max` characters. */
+export const text = (max = 255, min?: number) => {
+  let s = z.string().max(max);
+  if (min !== undefined) s = s.min(min);
+  return s;
+};
+
+/** An optional string (absent → undefined). */
+export const optionalText = (max = 255) => z.string().max(max).optional();
+
+/** A long design field (HTML, editor JSON): kept verbatim, up to the route's body limit. */
+export const longText = () => z.string().optional();
+
+export const email = () => z.string().max(254).pipe(z.email({ pattern: EMAIL_PATTERN }));
+export const optionalEmail = () => email().optional();
+
+/** A whole number in the PostgreSQL `integer` range (form strings accepted). */
+export const integer = (min = 0, max = MAX_INT) =>
+  z.preprocess(
+    toNumber,
+    z
+      .number({
+        error: (iss) =>
+          iss.code === 'invalid_type' && iss.input !== undefined ? 'The :attribute must be an integer.' : undefined,
+      })
+      .int()
+      .min(min)
+      .max(max),
+  );
+
+/** A record id: a positive 32-bit integer. */
+export const id = () => integer(1);
+
+/** Flags are sent as 0 or 1 (true/false accepted from JSON). */
+export const flag = () =>
+  z.preprocess((v) => {
+    if (v === true || v === 'true') return 1;
+    if (v === false || v === 'false') return 0;
+    return toNumber(v);
+  }, z.literal([0, 1]));
+
+/** An array field (`strIds[0]`, `strIds[]`, repeated keys, JSON arrays): at least one item. */
+export const list = <T extends z.ZodType>(item: T, max = 100_000) =>
+  z.preprocess((v) => (v === undefined || Array.isArray(v) ? v : [v]), z.array(item).min(1).max(max));
+
+export const optionalList = <T extends z.ZodType>(item: T, max = 100_000) =>
+  z.preprocess((v) => (v === undefined || Array.isArray(v) ? v : [v]), z.array(item).max(max).optional());
+
+/**
+ * Comma-separated addresses (`a@x.com, b@y.org`). Returns the distinct addresses in the
+ * order given (case-insensitively distinct), or a VAL message naming the first bad one.
+ */
+export const emailList = (max = 10_000) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const seen = new Set<string>();
+      const out: string[] = [];
+      for (const raw of v.split(/[,;\s]+/)) {
+        const addr = raw.trim();
+        if (!addr) continue;
+        if (!isEmail(addr)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `The :attribute must be a valid email address (${JSON.stringify(addr.slice(0, 100))} is not).`,
+          });
+          return z.NEVER;
+        }
+        const key = addr.toLowerCase();
+        if (!seen.has(key)) {
+          seen.add(key);
+          out.push(addr);
+        }
+      }
+      if (out.length === 0) {
+        ctx.addIssue({ code: 'custom', message: 'The :attribute field is required.' });
+        return z.NEVER;
+      }
+      if (out.length > max) {
+        ctx.addIssue({ code: 'custom', message: `The :attribute must not have more than ${max} addresses.` });
+        return z.NEVER;
+      }
+      return out;
+    });
+
+/** An uploaded file (multer's record) with one of these extensions. */
+export const uploadedFile = (extensions: string[]) =>
+  z
+    .custom<Express.Multer.File>((v) => typeof v === 'object' && v !== null && 'path' in v && 'originalname' in v, {
+      message: 'The :attribute field is required.',
+    })
+    .refine((f) => extensions.some((ext) => f.originalname.toLowerCase().endsWith(`.${ext}`)), {
+      message: `The :attribute must be a file of type: ${extensions.join(', ')}.`,
+    });

@@ -1,0 +1,78 @@
+/**
+ * Request input normalisation, shared by every body and query string:
+ * - array fields in any of the spellings clients use: `strIds[0]`, `strIds[]`, repeated
+ *   keys, JSON arrays, and qs's object form once an index passes its array limit;
+ * - strings trimmed and empty ones dropped, like Laravel's TrimStrings and
+ *   ConvertEmptyStringsToNull (the spec's messages come from Laravel), except long design
+ *   fields, which are kept byte for byte.
+ */
+const VERBATIM = new Set(['template_html', 'template_json', 'html_code', 'json_code']);
+/** Objects keyed by name (custom field values): never folded into arrays, even for `123`. */
+const MAPS = new Set(['custom_field']);
+
+type Json = unknown;
+
+function isIndexObject(v: Record<string, unknown>): boolean {
+  const keys = Object.keys(v);
+  return keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
+}
+
+function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false): Json {
+  if (typeof v === 'string') {
+    if (verbatim) return v === '' ? undefined : v;
+    // Inside a name-keyed map (custom field values) an empty string means "clear this value".
+    if (inMap) return v.trim();
+    const t = v.trim();
+    return t === '' ? undefined : t;
+  }
+  if (Array.isArray(v)) {
+    return v.map((x) => normalizeValue(x, verbatim)).filter((x) => x !== undefined);
+  }
+  if (v && typeof v === 'object') {
+    const obj = foldBracketKeys(v as Record<string, unknown>);
+    if (!isMap && isIndexObject(obj)) {
+      return Object.keys(obj)
+        .sort((a, b) => Number(a) - Number(b))
+        .map((k) => normalizeValue(obj[k], verbatim))
+        .filter((x) => x !== undefined);
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(obj)) {
+      const n = normalizeValue(x, VERBATIM.has(k), MAPS.has(k), isMap);
+      if (n !== undefined) out[k] = n;
+    }
+    return out;
+  }
+  return v === null ? undefined : v;
+}
+
+/**
+ * Parsers that do not understand brackets (node's querystring, JSON bodies written by
+ * hand) leave keys like `strIds[0]` or `strIds[]`; fold them into arrays.
+ */
+function foldBracketKeys(obj: Record<string, unknown>): Record<string, unknown> {
+  if (!Object.keys(obj).some((k) => k.includes('['))) return obj;
+  const out: Record<string, unknown> = {};
+  const pending: Record<string, Array<[number, unknown]>> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    const m = /^([^[\]]+)\[(\d*)\]$/.exec(k);
+    if (!m) {
+      out[k] = v;
+      continue;
+    }
+    const items = (pending[m[1]] ??= []);
+    const values = Array.isArray(v) ? v : [v];
+    for (const value of values) items.push([m[2] === '' ? Number.MAX_SAFE_INTEGER : Number(m[2]), value]);
+  }
+  for (const [name, items] of Object.entries(pending)) {
+    const existing = out[name] === undefined ? [] : Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
+    out[name] = [...existing, ...items.sort((a, b) => a[0] - b[0]).map(([, v]) => v)];
+  }
+  return out;
+}
+
+/** Normalises a parsed body or query object; anything else becomes `{}`. */
+export function normalizeInput(input: unknown): Record<string, unknown> {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return {};
+  return normalizeValue(input, false) as Record<string, unknown>;
+}

@@ -1,0 +1,205 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import multer from 'multer';
+import { z } from 'zod';
+import type { Ctx, Deps } from '../context';
+import { requireKeys } from './auth';
+import type { Envelope } from './envelope';
+import { AppError, invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
+import { normalizeInput } from './form';
+import { readPaging, type Paging } from './pagination';
+import { validate, type MessageOptions } from './validate';
+import { MAX_INT } from './fields';
+
+/**
+ * The route table. Each resource family declares its operations once (path, input schemas,
+ * failure codes, handler); this file turns them into express routes with auth, body parsing,
+ * validation and the envelope, and openapi.ts turns the same table into the API document.
+ */
+
+export type Method = 'get' | 'post' | 'delete';
+export type FailureCode = 'AUTH' | 'VAL' | 'NF1' | 'NF2' | 'REFUSED' | 'TOO_LARGE';
+
+export interface IdParam {
+  /** Query-string name, e.g. `contact_type_id`; a body field of that name is accepted too. */
+  name: string;
+  notFound: NotFound;
+  /** Missing id answers VAL (`The <name> field is required.`) instead of not found. */
+  requiredMessage?: boolean;
+  /** `utr` ids are strings; everything else is a positive integer. */
+  kind?: 'int' | 'utr';
+}
+
+export interface FileParam {
+  field: string;
+  maxBytes: (deps: Deps) => number;
+}
+
+export interface RouteInput<B, Q> {
+  ctx: Ctx;
+  /** The record id from `def.id` (a number, or a string for utr ids). */
+  id: number;
+  utr: string;
+  body: B;
+  query: Q;
+  paging?: Paging;
+  file?: Express.Multer.File;
+  deps: Deps;
+  req: Request;
+  res: Response;
+}
+
+export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
+  method: Method;
+  /** Spec rule 9: operations whose method the spec states two ways accept both. */
+  alsoMethods?: Method[];
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  id?: IdParam;
+  query?: Q;
+  body?: B;
+  /** Laravel display names and whole-message overrides for this route's fields. */
+  messages?: MessageOptions;
+  file?: FileParam;
+  /** Routes that carry designs (HTML/JSON) get the larger body limit. */
+  bodyLimit?: 'default' | 'design';
+  /** Lists accept `?page=&per_page=`. */
+  list?: boolean;
+  /** Schema of `message` on success (documentation and contract tests). */
+  response: z.ZodType;
+  /** Spec rule 3: the confirmation is in `errors`. */
+  inErrors?: boolean;
+  failures: FailureCode[];
+  handle(input: RouteInput<z.output<B>, z.output<Q>>): Promise<Envelope> | Envelope;
+}
+
+/** Declares a route with its handler typed by its schemas. */
+export function route<B extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType = z.ZodObject<{}>>(
+  def: RouteDef<B, Q>,
+): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+const UTR_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
+
+function readId(def: IdParam, query: Record<string, unknown>, body: Record<string, unknown>): number | string {
+  const raw = query[def.name] ?? body[def.name];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined) {
+    if (def.requiredMessage) throw invalid({ [def.name]: [`The ${def.name.replace(/_/g, ' ')} field is required.`] });
+    throw def.notFound();
+  }
+  const text = String(value);
+  if (def.kind === 'utr') {
+    if (!UTR_PATTERN.test(text)) throw def.notFound();
+    return text;
+  }
+  // Anything that is not a positive 32-bit integer cannot be a record of ours.
+  if (!/^\d{1,10}$/.test(text) || Number(text) < 1 || Number(text) > MAX_INT) throw def.notFound();
+  return Number(text);
+}
+
+function contentLengthGuard(limit: number): RequestHandler {
+  return (req, _res, next) => {
+    const length = Number(req.get('content-length') ?? 0);
+    if (length > limit) {
+      next(tooLarge(`The request body must not be greater than ${Math.floor(limit / 1024)} kilobytes.`));
+      return;
+    }
+    next();
+  };
+}
+
+function bodyParsers(def: RouteDef, deps: Deps): RequestHandler[] {
+  const limit = def.bodyLimit === 'design' ? deps.config.designBodyLimitBytes : deps.config.bodyLimitBytes;
+  const uploadDir = path.join(deps.config.dataDir, 'uploads');
+  const upload = multer({
+    storage: def.file
+      ? multer.diskStorage({
+          destination: (_req, _file, cb) => {
+            fs.mkdir(uploadDir, { recursive: true }, (err) => cb(err, uploadDir));
+          },
+        })
+      : multer.memoryStorage(),
+    limits: {
+      fieldSize: limit,
+      fields: 100_000,
+      fileSize: def.file ? def.file.maxBytes(deps) : 0,
+      // No file limit on other routes: upload.none() then names the offending field.
+      files: def.file ? 1 : undefined,
+      parts: 100_010,
+    },
+  });
+  const multipart = def.file ? upload.single(def.file.field) : upload.none();
+  return [
+    def.file ? contentLengthGuard(def.file.maxBytes(deps) + limit) : contentLengthGuard(limit),
+    express.json({ limit, strict: false, type: ['application/json', 'application/*+json'] }),
+    express.urlencoded({ extended: true, limit, parameterLimit: 100_000 }),
+    multipart,
+  ];
+}
+
+function handler(def: RouteDef, deps: Deps): RequestHandler {
+  return async (req: Request, res: Response) => {
+    const query = normalizeInput(req.query);
+    const body = normalizeInput(req.body);
+    // The upload joins the form fields, so one validation reports a missing file and a
+    // missing field together.
+    if (def.file && req.file) body[def.file.field] = req.file;
+    let id: number | string = 0;
+    if (def.id) id = readId(def.id, query, body);
+    const input: RouteInput<unknown, unknown> = {
+      ctx: req.ctx as Ctx,
+      id: typeof id === 'number' ? id : 0,
+      utr: typeof id === 'string' ? id : '',
+      body: def.body ? validate(def.body, body, def.messages) : body,
+      query: def.query ? validate(def.query, query, def.messages) : query,
+      paging: def.list ? readPaging(query) : undefined,
+      file: req.file,
+      deps,
+      req,
+      res,
+    };
+    const envelope = await def.handle(input);
+    if (!res.headersSent) res.status(200).json(envelope);
+  };
+}
+
+/** Uploaded temp files never outlive the request, whatever the handler did with them. */
+function cleanupUpload(req: Request, res: Response, next: NextFunction): void {
+  res.on('close', () => {
+    if (req.file?.path) fs.rm(req.file.path, { force: true }, () => undefined);
+  });
+  next();
+}
+
+/**
+ * Mounts every route, then the fallbacks: a known path with another method answers 405
+ * with `Allow`, anything else 404 `Route not found`.
+ */
+export function mountRoutes(app: Express, defs: RouteDef[], deps: Deps): void {
+  const auth = requireKeys(deps.db);
+  const allowed = new Map<string, Set<string>>();
+  for (const def of defs) {
+    const methods = [def.method, ...(def.alsoMethods ?? [])];
+    for (const method of methods) {
+      const chain: RequestHandler[] = [auth, cleanupUpload, ...bodyParsers(def, deps), handler(def, deps)];
+      app[method](def.path, ...chain);
+      const set = allowed.get(def.path) ?? new Set<string>();
+      set.add(method.toUpperCase());
+      if (method === 'get') set.add('HEAD');
+      allowed.set(def.path, set);
+    }
+  }
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const methods = allowed.get(req.path.replace(/\/+$/, '') || '/');
+    next(methods ? methodNotAllowed([...methods]) : routeNotFound());
+  });
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}

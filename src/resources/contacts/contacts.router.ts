@@ -1,0 +1,151 @@
+import { z } from 'zod';
+import { messages, ok } from '../../http/envelope';
+import { notFound1 } from '../../http/errors';
+import { id, uploadedFile } from '../../http/fields';
+import { listPayload } from '../../http/pagination';
+import { route } from '../../http/routes';
+import { streamList } from '../../http/stream';
+import { parseIds } from '../shared/crud';
+import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
+import { addContactBody, contactDetailRecord, contactListRecord, importRecord } from './contacts.schemas';
+import * as service from './contacts.service';
+import { sampleCsv } from './csv-sample';
+import { importContactsCsv } from './import.service';
+import { listImports } from './imports.service';
+
+const tag = 'Contacts';
+
+export const contactRoutes = [
+  route({
+    method: 'get',
+    path: '/contacts/list',
+    tag,
+    summary: 'List the account’s contacts (newest first; streamed whole unless ?page= is given)',
+    list: true,
+    response: z.object({ contacts: z.array(contactListRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging, res }) => {
+      if (paging) return ok(listPayload('contacts', await service.listContactsPage(ctx, paging)));
+      await streamList(res, 'contacts', await service.contactBatches(ctx));
+      return ok(null);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/contacts/add',
+    tag,
+    summary: 'Add a contact to a contact type',
+    description: 'Custom field values: `custom_field[<name>]=value` (or `<name>=value`), checked by the field’s type.',
+    body: addContactBody,
+    response: confirmation(messages.contactAdded),
+    failures: ['AUTH', 'VAL'],
+    handle: async ({ ctx, body }) => {
+      await service.addContact(ctx, body);
+      return ok(messages.contactAdded);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/contacts/csv-sample/download',
+    tag,
+    summary: 'Download a sample import file (text/csv); `Accept: application/json` alone gets `{}`',
+    response: z.object({}),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, req, res }) => {
+      if (req.accepts(['text/csv', 'application/json']) === 'application/json') {
+        res.status(200).json({});
+        return ok(null);
+      }
+      const csv = await sampleCsv(ctx);
+      res
+        .status(200)
+        .type('text/csv; charset=utf-8')
+        .attachment('contacts-sample.csv')
+        .send(csv);
+      return ok(null);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/contacts/upload-csv',
+    tag,
+    summary: 'Import contacts from a CSV file (atomic; answers once committed)',
+    description:
+      'Columns are matched by header (case-insensitive, spaces = underscores) to reserved and custom field ' +
+      'names; unknown columns are ignored; `country` may be a name, an ISO code or an id. Existing contacts ' +
+      '(same type, same email) are updated, blank cells keep their values; rows with an invalid email or value ' +
+      'are skipped. Counts and reasons: GET /contacts/imports.',
+    body: z.object({ contact_type_id: id(), file: uploadedFile(['csv']) }),
+    file: { field: 'file', maxBytes: (deps) => deps.config.importMaxBytes },
+    response: confirmation(messages.imported),
+    failures: ['AUTH', 'VAL', 'TOO_LARGE'],
+    handle: async ({ ctx, body }) => {
+      await importContactsCsv(ctx, {
+        contactTypeId: body.contact_type_id,
+        filePath: body.file.path,
+        fileName: body.file.originalname,
+      });
+      return ok(messages.imported);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/contacts/imports',
+    tag,
+    summary: 'Herald extension: the account’s CSV imports with their counts and first skip reasons',
+    list: true,
+    response: z.object({ imports: z.array(importRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging }) => ok(listPayload('imports', await listImports(ctx, paging))),
+  }),
+  route({
+    method: 'get',
+    path: '/contacts/details',
+    tag,
+    summary: 'One contact (country as its id, as a string)',
+    id: { name: 'contact_id', notFound: notFound1 },
+    response: z.object({ contact: contactDetailRecord }),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, id: contactId }) => ok({ contact: await service.getContact(ctx, contactId) }),
+  }),
+  route({
+    method: 'post',
+    path: '/contacts/update',
+    tag,
+    summary: 'Update a contact (all fields of add, plus contact_id)',
+    id: { name: 'contact_id', notFound: notFound1, requiredMessage: true },
+    body: addContactBody,
+    response: confirmation(messages.contactUpdated),
+    failures: ['AUTH', 'VAL', 'NF1'],
+    handle: async ({ ctx, id: contactId, body }) => {
+      await service.updateContact(ctx, contactId, body);
+      return ok(messages.contactUpdated);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/contacts/delete',
+    tag,
+    summary: 'Delete a contact (it leaves its segments and future sends)',
+    id: { name: 'contact_id', notFound: notFound1 },
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, id: contactId }) => {
+      await service.deleteContacts(ctx, [contactId]);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/contacts/bulk-delete',
+    tag,
+    summary: 'Delete several contacts (all or nothing)',
+    body: bulkDeleteBody,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'VAL', 'NF1'],
+    handle: async ({ ctx, body }) => {
+      await service.deleteContacts(ctx, parseIds(body.strIds, notFound1));
+      return ok(messages.deleted);
+    },
+  }),
+];

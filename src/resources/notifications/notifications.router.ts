@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { messages, ok } from '../../http/envelope';
+import { notFound1 } from '../../http/errors';
+import { listPayload } from '../../http/pagination';
+import { route } from '../../http/routes';
+import { parseIds } from '../shared/crud';
+import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
+import { notificationMessages, notificationRecord, saveNotificationBody } from './notifications.schemas';
+import * as service from './notifications.service';
+
+const tag = 'Notification recipients';
+
+export const notificationRoutes = [
+  route({
+    method: 'get',
+    path: '/notification-recipients',
+    tag,
+    summary: 'List the addresses notified of account events',
+    list: true,
+    response: z.object({ notifications: z.array(notificationRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging }) =>
+      ok(listPayload('notifications', await service.listNotificationRecipients(ctx, paging))),
+  }),
+  route({
+    method: 'post',
+    path: '/notification-recipient/save',
+    tag,
+    summary: 'Add a notification recipient',
+    body: saveNotificationBody,
+    messages: notificationMessages,
+    response: confirmation(messages.added),
+    failures: ['AUTH', 'VAL'],
+    handle: async ({ ctx, body }) => {
+      await service.saveNotificationRecipient(ctx, body);
+      return ok(messages.added);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/notification-recipient/delete',
+    tag,
+    summary: 'Delete a notification recipient',
+    id: { name: 'id', notFound: notFound1 },
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, id }) => {
+      await service.deleteNotificationRecipients(ctx, [id]);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/notification-recipient/bulk-delete',
+    tag,
+    summary: 'Delete several notification recipients (all or nothing)',
+    body: bulkDeleteBody,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'VAL', 'NF1'],
+    handle: async ({ ctx, body }) => {
+      await service.deleteNotificationRecipients(ctx, parseIds(body.strIds, notFound1));
+      return ok(messages.deleted);
+    },
+  }),
+];

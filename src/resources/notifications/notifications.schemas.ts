@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { email, text } from '../../http/fields';
+import { intId, timestamp } from '../shared/schemas';
+
+export const saveNotificationBody = z.object({
+  email_address: email(),
+  email_owner: text(255),
+});
+export type SaveNotificationInput = z.infer<typeof saveNotificationBody>;
+
+/** Spec: the owner's required message reads `The name field is required` (no period). */
+export const notificationMessages = { messages: { 'email_owner.required': 'The name field is required' } };
+
+export const notificationRecord = z.strictObject({
+  id: intId(),
+  user_id: intId(),
+  email_address: z.string(),
+  email_owner: z.string(),
+  created_at: timestamp(),
+  updated_at: timestamp(),
+});

@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import type { NotFound } from '../../http/errors';
+import { MAX_INT } from '../../http/fields';
+
+/** The account's rows of a tenant table: every service query starts here. */
+export function scoped(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.QueryBuilder {
+  return db(table).where(`${table}.user_id`, ctx.userId);
+}
+
+export interface DeleteOptions {
+  notFound: NotFound;
+  /** Tables with `deleted_at` keep their rows (DESIGN §2 soft delete). */
+  soft?: boolean;
+  /** Extra work in the same transaction (e.g. cascading a soft delete). */
+  after?: (trx: Knex.Transaction, ids: number[]) => Promise<void>;
+}
+
+function live(qb: Knex.QueryBuilder, table: string, soft?: boolean): Knex.QueryBuilder {
+  return soft ? qb.whereNull(`${table}.deleted_at`) : qb;
+}
+
+/** Parses bulk ids; anything that cannot be one of our integer ids means "not found". */
+export function parseIds(values: unknown[], notFound: NotFound): number[] {
+  const ids = new Set<number>();
+  for (const v of values) {
+    const s = String(v).trim();
+    if (!/^\d{1,10}$/.test(s) || Number(s) < 1 || Number(s) > MAX_INT) throw notFound();
+    ids.add(Number(s));
+  }
+  if (ids.size === 0) throw notFound();
+  return [...ids];
+}
+
+/**
+ * Deletes the account's records with these ids, all or nothing: if any id is not a live
+ * record of this account, nothing changes and the route answers not found.
+ */
+export async function deleteByIds(ctx: Ctx, table: string, ids: number[], opts: DeleteOptions): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
+    const found = await live(scoped(ctx, table, trx).whereIn(`${table}.id`, ids), table, opts.soft)
+      .forUpdate()
+      .pluck(`${table}.id`);
+    if (found.length !== ids.length) throw opts.notFound();
+    const target = scoped(ctx, table, trx).whereIn('id', ids);
+    if (opts.soft) await target.update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    else await target.delete();
+    if (opts.after) await opts.after(trx, ids);
+  });
+}
+
+export function deleteById(ctx: Ctx, table: string, id: number, opts: DeleteOptions): Promise<void> {
+  return deleteByIds(ctx, table, [id], opts);
+}
+
+/** One live record of the account, or the route's not-found error. */
+export async function findOrFail<T>(
+  qb: Knex.QueryBuilder,
+  notFound: NotFound,
+): Promise<T> {
+  const row = (await qb.first()) as T | undefined;
+  if (!row) throw notFound();
+  return row;
+}

@@ -1,0 +1,89 @@
+import type { Server } from 'node:http';
+import type { Knex } from 'knex';
+import { countAccounts, createAccount } from './accounts/accounts.service';
+import { createApp } from './app';
+import type { Config } from './config';
+import { createDb } from './db/knex';
+import { migrateLatest } from './db/migrate';
+import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
+import { runSeeds } from './db/seed';
+import type { Logger } from './logger';
+
+export interface Running {
+  server: Server;
+  db: Knex;
+  database: ResolvedDatabase;
+  /** Drains and stops everything; resolves when it is safe to exit. */
+  shutdown(reason: string): Promise<void>;
+}
+
+/** Migrations and idempotent seeds: what `herald serve` does before it listens. */
+export async function prepareDatabase(db: Knex, logger: Logger): Promise<void> {
+  const ran = await migrateLatest(db);
+  if (ran.length) logger.info({ migrations: ran }, 'migrations applied');
+  await runSeeds(db);
+}
+
+/** On an empty database the first start creates an account and prints its keys once. */
+async function ensureFirstAccount(db: Knex, print: (text: string) => void): Promise<void> {
+  if ((await countAccounts(db)) > 0) return;
+  const account = await createAccount(db, { name: 'Herald', email: 'admin@localhost' });
+  print(
+    [
+      '',
+      '  Herald created your first account. Keep these keys: the SecretKey is shown only this once.',
+      '',
+      `    PublicKey: ${account.public_key}`,
+      `    SecretKey: ${account.secret_key}`,
+      '',
+      '  (More accounts: npx herald account create --name NAME --email EMAIL)',
+      '',
+    ].join('\n'),
+  );
+}
+
+function listen(app: ReturnType<typeof createApp>, config: Config): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(config.port, config.host);
+    server.once('listening', () => resolve(server));
+    server.once('error', reject);
+  });
+}
+
+/** config → database → migrate + seed → HTTP. Shutdown is the reverse, after draining. */
+export async function startServer(config: Config, logger: Logger): Promise<Running> {
+  const database = await resolveDatabase(config, logger);
+  let db: Knex | undefined;
+  try {
+    db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs });
+    await prepareDatabase(db, logger);
+    await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
+    const app = createApp({ config, db, logger });
+    const server = await listen(app, config);
+    // Slow clients may not hold a connection open forever.
+    server.headersTimeout = 30_000;
+    server.requestTimeout = 5 * 60_000;
+    logger.info({ url: config.publicUrl, port: config.port, embeddedDatabase: database.embedded }, 'Herald is listening');
+
+    let stopping: Promise<void> | undefined;
+    const shutdown = (reason: string) => {
+      stopping ??= (async () => {
+        logger.info({ reason }, 'shutting down: draining requests');
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+        await closed;
+        clearTimeout(timer);
+        await db!.destroy();
+        await database.stop();
+        logger.info('stopped');
+      })();
+      return stopping;
+    };
+    return { server, db, database, shutdown };
+  } catch (err) {
+    await db?.destroy().catch(() => undefined);
+    await database.stop();
+    throw err;
+  }
+}

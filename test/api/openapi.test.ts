@@ -1,0 +1,45 @@
+import request from 'supertest';
+import { apiRoutes } from '../../src/resources';
+import { setupApp } from '../helpers/app';
+
+const { app } = setupApp();
+
+describe('GET /openapi.json', () => {
+  it('documents every operation of the route table, with its failures', async () => {
+    const res = await request(app).get('/openapi.json');
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.servers[0].url).toBe('http://herald.test');
+    for (const def of apiRoutes) {
+      for (const method of [def.method, ...(def.alsoMethods ?? [])]) {
+        const op = doc.paths[def.path]?.[method];
+        expect({ path: def.path, method, documented: Boolean(op) }).toEqual({ path: def.path, method, documented: true });
+        expect(op.responses['200']).toBeDefined();
+        if (def.failures.includes('AUTH')) expect(op.responses['401']).toBeDefined();
+        if (def.failures.includes('VAL')) expect(op.responses['422']).toBeDefined();
+        if (def.failures.some((f) => f === 'NF1' || f === 'NF2')) expect(op.responses['404']).toBeDefined();
+      }
+    }
+    expect(doc.components.securitySchemes.PublicKey).toEqual({ type: 'apiKey', in: 'header', name: 'PublicKey' });
+  });
+
+  it('describes form fields from the validating schemas', async () => {
+    const doc = (await request(app).get('/openapi.json')).body;
+    const body = doc.paths['/notification-recipient/save'].post.requestBody.content['multipart/form-data'].schema;
+    expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['email_address', 'email_owner']));
+    expect(body.required).toEqual(expect.arrayContaining(['email_address', 'email_owner']));
+  });
+});
+
+describe('GET /docs', () => {
+  it('serves an offline Swagger UI page and its assets', async () => {
+    const page = await request(app).get('/docs');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('/docs/assets/swagger-ui-bundle.js');
+    const bundle = await request(app).get('/docs/assets/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers['content-type']).toMatch(/javascript/);
+    expect((await request(app).get('/docs/init.js')).text).toContain('/openapi.json');
+  });
+});

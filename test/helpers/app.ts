@@ -1,0 +1,91 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Express } from 'express';
+import type { Knex } from 'knex';
+import request from 'supertest';
+import type { z } from 'zod';
+import { createAccount } from '../../src/accounts/accounts.service';
+import { createApp } from '../../src/app';
+import { loadConfig, type Config } from '../../src/config';
+import { createDb } from '../../src/db/knex';
+import { createLogger } from '../../src/logger';
+
+export interface TestApp {
+  app: Express;
+  db: Knex;
+  config: Config;
+}
+
+export function testDatabaseUrl(): string {
+  const url = process.env.HERALD_TEST_DATABASE_URL;
+  if (!url) throw new Error('HERALD_TEST_DATABASE_URL is not set: run the tests through jest (globalSetup)');
+  return url;
+}
+
+/**
+ * The app on the test database, one per test file; the pool closes after the file.
+ * `env` overrides configuration (e.g. small body limits) for that file.
+ */
+export function setupApp(env: Record<string, string> = {}): TestApp {
+  const url = testDatabaseUrl();
+  const config = loadConfig({
+    DATABASE_URL: url,
+    LOG_LEVEL: 'silent',
+    DATA_DIR: path.join(os.tmpdir(), `herald-test-${process.pid}`),
+    PUBLIC_URL: 'http://herald.test',
+    ...env,
+  });
+  const db = createDb({ url, poolMax: 4 });
+  const app = createApp({ config, db, logger: createLogger('silent') });
+  afterAll(() => db.destroy());
+  return { app, db, config };
+}
+
+export interface TestAccount {
+  id: number;
+  public_key: string;
+  secret_key: string;
+  headers: { PublicKey: string; SecretKey: string };
+}
+
+let seq = 0;
+
+/** A fresh account with its keys; every test file makes its own. */
+export async function makeAccount(db: Knex, name = 'Test'): Promise<TestAccount> {
+  seq += 1;
+  const a = await createAccount(db, { name: `${name} ${seq}`, email: `owner${seq}.${process.pid}@example.com` });
+  return { ...a, headers: { PublicKey: a.public_key, SecretKey: a.secret_key } };
+}
+
+/** supertest calls carrying an account's keys. Form bodies go as multipart like the spec. */
+export function api(app: Express, account?: TestAccount) {
+  const withKeys = (t: request.Test) => (account ? t.set(account.headers) : t);
+  return {
+    get: (url: string) => withKeys(request(app).get(url)),
+    delete: (url: string) => withKeys(request(app).delete(url)),
+    /** multipart/form-data with each field (arrays as `name[i]`). */
+    form: (url: string, fields: Record<string, unknown>) => {
+      let t = withKeys(request(app).post(url));
+      let any = false;
+      for (const [k, v] of Object.entries(fields)) {
+        if (Array.isArray(v)) v.forEach((x, i) => (t = t.field(`${k}[${i}]`, String(x))));
+        else if (v !== undefined) t = t.field(k, String(v));
+        any = true;
+      }
+      // An empty multipart body still needs a multipart content type.
+      return any ? t : t.type('form').send('');
+    },
+    /** application/x-www-form-urlencoded (the spec's bulk-delete encoding). */
+    urlencoded: (url: string, body: string) => withKeys(request(app).post(url)).type('form').send(body),
+    json: (url: string, body: unknown) => withKeys(request(app).post(url)).send(body as object),
+  };
+}
+
+/** Asserts a record matches its schema exactly (every field, no extras), with a readable diff. */
+export function expectShape<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    throw new Error(`record does not match its schema:\n${JSON.stringify(r.error.issues, null, 2)}\n${JSON.stringify(value, null, 2)}`);
+  }
+  return r.data;
+}

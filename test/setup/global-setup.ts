@@ -1,0 +1,48 @@
+import net from 'node:net';
+import path from 'node:path';
+import pino from 'pino';
+import { startEmbedded, type EmbeddedDb } from '../../src/db/embedded';
+import { createDb } from '../../src/db/knex';
+import { ROOT } from '../../src/paths';
+import { prepareDatabase } from '../../src/server';
+
+declare global {
+  var __HERALD_EMBEDDED__: EmbeddedDb | undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * One database for the whole run: TEST_DATABASE_URL or DATABASE_URL when set, otherwise a
+ * throwaway embedded cluster (fsync off) in data/test-db. Migrated and seeded once here;
+ * each test file then makes its own accounts, so files run in parallel.
+ */
+export default async function globalSetup(): Promise<void> {
+  let url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (!url) {
+    const db = await startEmbedded({
+      dataDir: path.join(ROOT, 'data', 'test-db'),
+      port: await freePort(),
+      database: 'herald_test',
+      fast: true,
+    });
+    globalThis.__HERALD_EMBEDDED__ = db;
+    url = db.url;
+  }
+  process.env.HERALD_TEST_DATABASE_URL = url;
+  const knex = createDb({ url });
+  try {
+    await prepareDatabase(knex, pino({ level: 'silent' }));
+  } finally {
+    await knex.destroy();
+  }
+}

@@ -1,0 +1,3 @@
+export default async function globalTeardown(): Promise<void> {
+  await globalThis.__HERALD_EMBEDDED__?.stop();
+}
