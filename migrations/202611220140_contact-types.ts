@@ -10,6 +10,10 @@ export async function up(knex: Knex): Promise<void> {
     timestamps(t, knex);
   });
   await knex.raw('CREATE INDEX contact_types_user_live_index ON contact_types (user_id, id DESC) WHERE deleted_at IS NULL');
+  // Names are unique per account among live types (checked in the service; this catches races).
+  await knex.raw(
+    'CREATE UNIQUE INDEX contact_types_name_unique ON contact_types (user_id, lower(name)) WHERE deleted_at IS NULL',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,5 +1,19 @@
 import type { RouteDef } from '../http/routes';
+import { contactTypeRoutes } from './contact-types/contact-types.router';
+import { fieldRoutes } from './fields/fields.router';
+import { geographyRoutes } from './geography/geography.router';
 import { notificationRoutes } from './notifications/notifications.router';
+import { templateRoutes } from './templates/templates.router';
+import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
+import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
 
 /** Every API operation, in the spec's order of families. */
-export const apiRoutes: RouteDef[] = [...notificationRoutes];
+export const apiRoutes: RouteDef[] = [
+  ...unsubscriberRoutes,
+  ...unsubscribeGroupRoutes,
+  ...contactTypeRoutes,
+  ...fieldRoutes,
+  ...templateRoutes,
+  ...notificationRoutes,
+  ...geographyRoutes,
+];

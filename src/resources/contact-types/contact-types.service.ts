@@ -1,0 +1,67 @@
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import { invalid, notFound1 } from '../../http/errors';
+import { listRows, type Paging } from '../../http/pagination';
+import { deleteById, findOrFail, scoped } from '../shared/crud';
+import type { ContactTypeInput } from './contact-types.schemas';
+
+const TABLE = 'contact_types';
+const COLUMNS = ['id', 'user_id', 'name', 'deleted_at', 'created_at', 'updated_at'].map((c) => `ct.${c}`);
+
+function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
+  return db(`${TABLE} as ct`).where('ct.user_id', ctx.userId).whereNull('ct.deleted_at');
+}
+
+/**
+ * Newest first, each with `contacts_count`: a correlated count per listed type, answered
+ * from the (contact_type_id, lower(email)) partial index without loading contacts.
+ */
+export function listContactTypes(ctx: Ctx, paging?: Paging) {
+  const count = ctx.db('contacts as c')
+    .count('*')
+    .whereRaw('c.contact_type_id = ct.id')
+    .whereNull('c.deleted_at')
+    .as('contacts_count');
+  return listRows(live(ctx).select([...COLUMNS, count]).orderBy('ct.id', 'desc'), live(ctx), paging);
+}
+
+export function getContactType(ctx: Ctx, id: number) {
+  return findOrFail(live(ctx).where('ct.id', id).select(COLUMNS), notFound1);
+}
+
+/** Names are unique per account among live types, compared case-insensitively. */
+async function assertNameFree(trx: Knex.Transaction, ctx: Ctx, name: string, exceptId?: number): Promise<void> {
+  const taken = live(ctx, trx).whereRaw('lower(ct.name) = lower(?)', [name]);
+  if (exceptId) taken.whereNot('ct.id', exceptId);
+  if (await taken.first('ct.id')) throw invalid({ name: ['The name has already been taken.'] });
+}
+
+export function addContactType(ctx: Ctx, input: ContactTypeInput): Promise<number> {
+  return ctx.db.transaction(async (trx) => {
+    await assertNameFree(trx, ctx, input.name);
+    const [row] = await trx(TABLE).insert({ user_id: ctx.userId, name: input.name }).returning(['id']);
+    return row.id as number;
+  });
+}
+
+export function updateContactType(ctx: Ctx, id: number, input: ContactTypeInput): Promise<void> {
+  return ctx.db.transaction(async (trx) => {
+    await findOrFail(live(ctx, trx).where('ct.id', id).forUpdate().select('ct.id'), notFound1);
+    await assertNameFree(trx, ctx, input.name, id);
+    await scoped(ctx, TABLE, trx).where({ id }).update({ name: input.name, updated_at: trx.fn.now() });
+  });
+}
+
+/** Soft delete (DESIGN §2); the type's contacts go with it, in the same transaction. */
+export function deleteContactType(ctx: Ctx, id: number): Promise<void> {
+  return deleteById(ctx, TABLE, id, {
+    notFound: notFound1,
+    soft: true,
+    after: async (trx, ids) => {
+      await scoped(ctx, 'contacts', trx)
+        .whereIn('contact_type_id', ids)
+        .whereNull('deleted_at')
+        .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    },
+  });
+}

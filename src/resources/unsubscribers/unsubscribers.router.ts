@@ -1,0 +1,3 @@
+import type { RouteDef } from '../../http/routes';
+
+export const unsubscriberRoutes: RouteDef[] = [];
