@@ -3,7 +3,7 @@ import { messages, ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { id, uploadedFile } from '../../http/fields';
 import { listPayload } from '../../http/pagination';
-import { route } from '../../http/routes';
+import { route, type RouteDef } from '../../http/routes';
 import { streamList } from '../../http/stream';
 import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
@@ -15,7 +15,7 @@ import { listImports } from './imports.service';
 
 const tag = 'Contacts';
 
-export const contactRoutes = [
+export const contactRoutes: RouteDef[] = [
   route({
     method: 'get',
     path: '/contacts/list',

@@ -202,21 +202,14 @@ function columns(input: AddContactInput) {
   };
 }
 
-/** Segments cache their member counts per contact type; any contact write invalidates them. */
-export async function touchContactTypes(db: Knex, ids: number[]): Promise<void> {
-  if (ids.length) await db('contact_types').whereIn('id', [...new Set(ids)]).update({ contacts_changed_at: db.fn.now() });
-}
-
 export async function addContact(ctx: Ctx, input: AddContactInput): Promise<number> {
   const { custom } = await checkContact(ctx, input);
   const stored = Object.fromEntries(Object.entries(custom).filter(([, v]) => v !== ''));
-  return ctx.db.transaction(async (trx) => {
-    const [row] = await trx('contacts')
-      .insert({ user_id: ctx.userId, ...columns(input), custom_fields: JSON.stringify(stored) })
-      .returning(['id']);
-    await touchContactTypes(trx, [input.contact_type_id]);
-    return row.id as number;
-  });
+  const [row] = await ctx
+    .db('contacts')
+    .insert({ user_id: ctx.userId, ...columns(input), custom_fields: JSON.stringify(stored) })
+    .returning(['id']);
+  return row.id as number;
 }
 
 /**
@@ -224,7 +217,7 @@ export async function addContact(ctx: Ctx, input: AddContactInput): Promise<numb
  * would); custom values given are set ('' clears one), the others are kept.
  */
 export async function updateContact(ctx: Ctx, id: number, input: AddContactInput): Promise<void> {
-  const existing = await scoped(ctx, 'contacts').where({ id }).whereNull('deleted_at').first('id', 'contact_type_id', 'custom_fields');
+  const existing = await scoped(ctx, 'contacts').where({ id }).whereNull('deleted_at').first('id', 'custom_fields');
   if (!existing) throw notFound1();
   const { custom } = await checkContact(ctx, input, id);
   const merged: Record<string, string> = { ...(existing.custom_fields as Record<string, string>) };
@@ -232,22 +225,12 @@ export async function updateContact(ctx: Ctx, id: number, input: AddContactInput
     if (v === '') delete merged[k];
     else merged[k] = v;
   }
-  await ctx.db.transaction(async (trx) => {
-    await scoped(ctx, 'contacts', trx)
-      .where({ id })
-      .update({ ...columns(input), custom_fields: JSON.stringify(merged), updated_at: trx.fn.now() });
-    await touchContactTypes(trx, [existing.contact_type_id as number, input.contact_type_id]);
-  });
+  await scoped(ctx, 'contacts')
+    .where({ id })
+    .update({ ...columns(input), custom_fields: JSON.stringify(merged), updated_at: ctx.db.fn.now() });
 }
 
 /** Soft delete (DESIGN): the contacts leave their segments and any future sends. */
 export function deleteContacts(ctx: Ctx, ids: number[]): Promise<void> {
-  return deleteByIds(ctx, 'contacts', ids, {
-    notFound: notFound1,
-    soft: true,
-    after: async (trx, deleted) => {
-      const types = await trx('contacts').whereIn('id', deleted).distinct().pluck('contact_type_id');
-      await touchContactTypes(trx, types as number[]);
-    },
-  });
+  return deleteByIds(ctx, 'contacts', ids, { notFound: notFound1, soft: true });
 }

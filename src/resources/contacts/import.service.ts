@@ -269,10 +269,6 @@ export async function importContactsCsv(
       reasons.sort((a, b) => a.row - b.row);
     }
     await client.query(`DROP TABLE ${staging}`);
-    await client.query(
-      'UPDATE contact_types SET contacts_changed_at = now() WHERE id = $1',
-      [input.contactTypeId],
-    );
     await client.query('COMMIT');
     const outcome: ImportOutcome = {
       id: importId,
