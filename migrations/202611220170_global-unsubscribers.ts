@@ -14,6 +14,8 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     'CREATE UNIQUE INDEX global_unsubscribers_email_address_unique ON global_unsubscribers (user_id, lower(email_address))',
   );
+  // The list, newest first, one page at a time.
+  await knex.raw('CREATE INDEX global_unsubscribers_user_index ON global_unsubscribers (user_id, id DESC)');
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -9,6 +9,11 @@
 const VERBATIM = new Set(['template_html', 'template_json', 'html_code', 'json_code']);
 /** Objects keyed by name (custom field values): never folded into arrays, even for `123`. */
 const MAPS = new Set(['custom_field']);
+/**
+ * Arrays whose positions pair up with another array's (a segment rule's `value[i]` belongs to
+ * `select_field[i]`): empty entries are kept as '' so later entries keep their index.
+ */
+const POSITIONAL = new Set(['value']);
 
 type Json = unknown;
 
@@ -17,7 +22,20 @@ function isIndexObject(v: Record<string, unknown>): boolean {
   return keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
 }
 
-function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false): Json {
+function normalizePositional(v: Json): Json {
+  const obj = v && typeof v === 'object' && !Array.isArray(v) ? foldBracketKeys(v as Record<string, unknown>) : v;
+  const items =
+    obj && typeof obj === 'object' && !Array.isArray(obj) && isIndexObject(obj as Record<string, unknown>)
+      ? Object.keys(obj)
+          .sort((a, b) => Number(a) - Number(b))
+          .map((k) => (obj as Record<string, unknown>)[k])
+      : obj;
+  if (!Array.isArray(items)) return normalizeValue(items, false);
+  return items.map((x) => (typeof x === 'string' ? x.trim() : x === null || x === undefined ? '' : normalizeValue(x, false)));
+}
+
+function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false, positional = false): Json {
+  if (positional) return normalizePositional(v);
   if (typeof v === 'string') {
     if (verbatim) return v === '' ? undefined : v;
     // Inside a name-keyed map (custom field values) an empty string means "clear this value".
@@ -38,7 +56,7 @@ function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false
     }
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(obj)) {
-      const n = normalizeValue(x, VERBATIM.has(k), MAPS.has(k), isMap);
+      const n = normalizeValue(x, VERBATIM.has(k), MAPS.has(k), isMap, POSITIONAL.has(k) && !isMap);
       if (n !== undefined) out[k] = n;
     }
     return out;

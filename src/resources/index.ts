@@ -1,7 +1,9 @@
 import type { RouteDef } from '../http/routes';
 import { contactTypeRoutes } from './contact-types/contact-types.router';
+import { contactRoutes } from './contacts/contacts.router';
 import { fieldRoutes } from './fields/fields.router';
 import { geographyRoutes } from './geography/geography.router';
+import { segmentRoutes } from './segments/segments.router';
 import { notificationRoutes } from './notifications/notifications.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
@@ -10,8 +12,10 @@ import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
 /** Every API operation, in the spec's order of families. */
 export const apiRoutes: RouteDef[] = [
   ...unsubscriberRoutes,
+  ...segmentRoutes,
   ...unsubscribeGroupRoutes,
   ...contactTypeRoutes,
+  ...contactRoutes,
   ...fieldRoutes,
   ...templateRoutes,
   ...notificationRoutes,

@@ -3,6 +3,7 @@ import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { deleteById, findOrFail, scoped } from '../shared/crud';
+import { bumpContactsVersion } from '../contacts/contacts-version';
 import type { ContactTypeInput } from './contact-types.schemas';
 
 const TABLE = 'contact_types';
@@ -52,13 +53,19 @@ export function updateContactType(ctx: Ctx, id: number, input: ContactTypeInput)
   });
 }
 
-/** Soft delete (DESIGN §2); the type's contacts go with it, in the same transaction. */
+/** Soft delete (DESIGN §2); the type's contacts and segments go with it, in the same transaction. */
 export function deleteContactType(ctx: Ctx, id: number): Promise<void> {
   return deleteById(ctx, TABLE, id, {
     notFound: notFound1,
     soft: true,
     after: async (trx, ids) => {
       await scoped(ctx, 'contacts', trx)
+        .whereIn('contact_type_id', ids)
+        .whereNull('deleted_at')
+        .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+      await bumpContactsVersion(trx, ctx.userId, ids);
+      // Segments over a deleted type have nothing left to select.
+      await scoped(ctx, 'segments', trx)
         .whereIn('contact_type_id', ids)
         .whereNull('deleted_at')
         .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });

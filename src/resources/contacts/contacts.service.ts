@@ -5,6 +5,7 @@ import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { keysetBatches } from '../../http/stream';
 import { deleteByIds, scoped } from '../shared/crud';
 import type { AddContactInput } from './contacts.schemas';
+import { bumpContactsVersion } from './contacts-version';
 import { checkCustomValue, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
 
 const ADDRESS = ['state', 'city', 'address_line1', 'address_line2', 'state_province_region', 'postal_code'] as const;
@@ -205,11 +206,13 @@ function columns(input: AddContactInput) {
 export async function addContact(ctx: Ctx, input: AddContactInput): Promise<number> {
   const { custom } = await checkContact(ctx, input);
   const stored = Object.fromEntries(Object.entries(custom).filter(([, v]) => v !== ''));
-  const [row] = await ctx
-    .db('contacts')
-    .insert({ user_id: ctx.userId, ...columns(input), custom_fields: JSON.stringify(stored) })
-    .returning(['id']);
-  return row.id as number;
+  return ctx.db.transaction(async (trx) => {
+    const [row] = await trx('contacts')
+      .insert({ user_id: ctx.userId, ...columns(input), custom_fields: JSON.stringify(stored) })
+      .returning(['id']);
+    await bumpContactsVersion(trx, ctx.userId, [input.contact_type_id]);
+    return row.id as number;
+  });
 }
 
 /**
@@ -217,7 +220,7 @@ export async function addContact(ctx: Ctx, input: AddContactInput): Promise<numb
  * would); custom values given are set ('' clears one), the others are kept.
  */
 export async function updateContact(ctx: Ctx, id: number, input: AddContactInput): Promise<void> {
-  const existing = await scoped(ctx, 'contacts').where({ id }).whereNull('deleted_at').first('id', 'custom_fields');
+  const existing = await scoped(ctx, 'contacts').where({ id }).whereNull('deleted_at').first('id', 'contact_type_id', 'custom_fields');
   if (!existing) throw notFound1();
   const { custom } = await checkContact(ctx, input, id);
   const merged: Record<string, string> = { ...(existing.custom_fields as Record<string, string>) };
@@ -225,12 +228,22 @@ export async function updateContact(ctx: Ctx, id: number, input: AddContactInput
     if (v === '') delete merged[k];
     else merged[k] = v;
   }
-  await scoped(ctx, 'contacts')
-    .where({ id })
-    .update({ ...columns(input), custom_fields: JSON.stringify(merged), updated_at: ctx.db.fn.now() });
+  await ctx.db.transaction(async (trx) => {
+    await scoped(ctx, 'contacts', trx)
+      .where({ id })
+      .update({ ...columns(input), custom_fields: JSON.stringify(merged), updated_at: trx.fn.now() });
+    await bumpContactsVersion(trx, ctx.userId, [existing.contact_type_id as number, input.contact_type_id]);
+  });
 }
 
 /** Soft delete (DESIGN): the contacts leave their segments and any future sends. */
 export function deleteContacts(ctx: Ctx, ids: number[]): Promise<void> {
-  return deleteByIds(ctx, 'contacts', ids, { notFound: notFound1, soft: true });
+  return deleteByIds(ctx, 'contacts', ids, {
+    notFound: notFound1,
+    soft: true,
+    after: async (trx, deleted) => {
+      const types = (await trx('contacts').whereIn('id', deleted).distinct().pluck('contact_type_id')) as number[];
+      await bumpContactsVersion(trx, ctx.userId, types);
+    },
+  });
 }

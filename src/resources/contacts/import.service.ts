@@ -269,6 +269,8 @@ export async function importContactsCsv(
       reasons.sort((a, b) => a.row - b.row);
     }
     await client.query(`DROP TABLE ${staging}`);
+    // Cached segment counts of this type are stale now (see contacts-version.ts).
+    await client.query('UPDATE contact_types SET contacts_version = contacts_version + 1 WHERE id = $1', [input.contactTypeId]);
     await client.query('COMMIT');
     const outcome: ImportOutcome = {
       id: importId,

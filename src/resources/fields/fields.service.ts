@@ -2,6 +2,7 @@ import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { deleteById, scoped } from '../shared/crud';
+import { bumpContactsVersion } from '../contacts/contacts-version';
 import type { SaveCustomFieldInput } from './fields.schemas';
 
 const COLUMNS = ['id', 'user_id', 'field_name', 'field_type', 'is_reserved', 'created_at', 'updated_at'];
@@ -49,6 +50,7 @@ export function deleteCustomField(ctx: Ctx, id: number): Promise<void> {
           .whereRaw('custom_fields \\? ?', [String(fieldId)])
           .update({ custom_fields: trx.raw('custom_fields - ?', [String(fieldId)]) });
       }
+      await bumpContactsVersion(trx, ctx.userId);
     },
   });
 }

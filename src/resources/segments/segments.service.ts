@@ -1,0 +1,210 @@
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import { invalid, notFound1, notFound2, type NotFound } from '../../http/errors';
+import type { Paging, Listed } from '../../http/pagination';
+import { keysetBatches } from '../../http/stream';
+import { deleteById, scoped } from '../shared/crud';
+import { parseRules, type Rule, type RuleField } from './segment-rules';
+import type { SegmentInput, StoreRecipientInput } from './segments.schemas';
+import { contactMembers, countMembers, recipientMembers, type SegmentRow } from './segments.sql';
+
+const RECORD_FIELDS = [
+  'id',
+  'user_id',
+  'contact_type_id',
+  'segment_name',
+  'select_field',
+  'select_operator',
+  'value',
+  'query_type',
+  'deleted_at',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** Reserved fields and the account's custom fields, by id: what a rule may name. */
+export async function loadRuleFields(ctx: Ctx): Promise<Map<number, RuleField>> {
+  const rows = (await ctx
+    .db('fields')
+    .where((q) => q.whereNull('user_id').orWhere('user_id', ctx.userId))
+    .select('id', 'field_name', 'field_type', 'is_reserved')) as RuleField[];
+  return new Map(rows.map((f) => [f.id, f]));
+}
+
+/** The stored rules, re-parsed against the current fields (a deleted field matches nobody). */
+export function storedRules(seg: SegmentRow, fields: Map<number, RuleField>): Rule[] | undefined {
+  const parsed = parseRules(seg, fields);
+  return 'rules' in parsed ? parsed.rules : undefined;
+}
+
+export async function findSegment(ctx: Ctx, id: number, notFound: NotFound = notFound1, db: Knex = ctx.db): Promise<SegmentRow> {
+  const seg = (await scoped(ctx, 'segments', db).where({ id }).whereNull('deleted_at').first()) as SegmentRow | undefined;
+  if (!seg) throw notFound();
+  return seg;
+}
+
+/** The member count, from the cache while its key is current (see segments.sql.ts). */
+async function memberCount(ctx: Ctx, seg: SegmentRow, fields: Map<number, RuleField>): Promise<number> {
+  const rules = storedRules(seg, fields);
+  if (!rules) return 0;
+  const current = await ctx.db('contact_types').where({ id: seg.contact_type_id }).first('contacts_version');
+  if (seg.members_count !== null && seg.members_key === `${current?.contacts_version}:${seg.revision}`) return seg.members_count;
+  const { count, key } = await countMembers(ctx, seg, rules);
+  await ctx.db('segments').where({ id: seg.id }).update({ members_count: count, members_key: key });
+  return count;
+}
+
+function toRecord(seg: SegmentRow, count: number) {
+  const out: Record<string, unknown> = {};
+  for (const f of RECORD_FIELDS) out[f] = seg[f];
+  return { ...out, segment_emails_count: count };
+}
+
+export async function listSegments(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
+  const base = scoped(ctx, 'segments').whereNull('deleted_at');
+  const q = base.clone().select('*').orderBy('id', 'desc');
+  if (paging) q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage);
+  const [rows, fields] = await Promise.all([q as Promise<SegmentRow[]>, loadRuleFields(ctx)]);
+  const records = [];
+  for (const seg of rows) records.push(toRecord(seg, await memberCount(ctx, seg, fields)));
+  if (!paging) return { rows: records };
+  const total = await base.clone().count<{ n: number }[]>({ n: '*' }).first();
+  return { rows: records, pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+}
+
+export async function getSegment(ctx: Ctx, id: number) {
+  const [seg, fields] = await Promise.all([findSegment(ctx, id), loadRuleFields(ctx)]);
+  return toRecord(seg, await memberCount(ctx, seg, fields));
+}
+
+/** The DB-dependent checks of save/update, reported together like the form rules. */
+async function checkSegment(ctx: Ctx, input: SegmentInput) {
+  const [type, fields] = await Promise.all([
+    scoped(ctx, 'contact_types').where({ id: input.contact_type_id }).whereNull('deleted_at').first('id'),
+    loadRuleFields(ctx),
+  ]);
+  const parsed = parseRules(input, fields);
+  const errors = 'errors' in parsed ? { ...parsed.errors } : {};
+  if (!type) errors.contact_type_id = ['The selected contact type id is invalid.'];
+  if (Object.keys(errors).length) throw invalid(errors);
+}
+
+function columns(input: SegmentInput) {
+  const n = input.select_field.length;
+  return {
+    segment_name: input.segment_name,
+    contact_type_id: input.contact_type_id,
+    select_field: JSON.stringify(input.select_field),
+    select_operator: JSON.stringify(input.select_operator.map((o) => o.toLowerCase())),
+    value: JSON.stringify(Array.from({ length: n }, (_, i) => input.value?.[i] ?? '')),
+    query_type: input.query_type ?? null,
+  };
+}
+
+export async function saveSegment(ctx: Ctx, input: SegmentInput): Promise<number> {
+  await checkSegment(ctx, input);
+  const [row] = await ctx.db('segments').insert({ user_id: ctx.userId, ...columns(input) }).returning(['id']);
+  return row.id as number;
+}
+
+export async function updateSegment(ctx: Ctx, id: number, input: SegmentInput): Promise<void> {
+  await findSegment(ctx, id);
+  await checkSegment(ctx, input);
+  await scoped(ctx, 'segments')
+    .where({ id })
+    .whereNull('deleted_at')
+    .update({ ...columns(input), revision: ctx.db.raw('revision + 1'), members_count: null, updated_at: ctx.db.fn.now() });
+}
+
+/** Soft delete; the confirmation goes in `errors` (spec rule 3, in the router). */
+export function deleteSegment(ctx: Ctx, id: number): Promise<void> {
+  return deleteById(ctx, 'segments', id, { notFound: notFound1, soft: true });
+}
+
+/** Adds a recipient by hand; an address already added to the segment is left as it is. */
+export async function storeRecipient(ctx: Ctx, input: StoreRecipientInput): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
+    const seg = await scoped(ctx, 'segments', trx).where({ id: input.segment_id }).whereNull('deleted_at').forUpdate().first('id');
+    if (!seg) throw invalid({ segment_id: ['The selected segment id is invalid.'] });
+    const inserted = await trx.raw(
+      `INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
+       VALUES (?, ?, ?, ?, ?) ON CONFLICT (segment_id, lower(email)) DO NOTHING RETURNING id`,
+      [ctx.userId, input.segment_id, input.first_name, input.last_name, input.email],
+    );
+    if (inserted.rows.length) await trx('segments').where({ id: input.segment_id }).increment('revision', 1);
+  });
+}
+
+/** Deletes a hand-added recipient of a live segment of the account. */
+export async function deleteRecipient(ctx: Ctx, id: number): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
+    const row = await scoped(ctx, 'segment_recipients', trx)
+      .join('segments as s', 's.id', 'segment_recipients.segment_id')
+      .whereNull('s.deleted_at')
+      .where('segment_recipients.id', id)
+      .first('segment_recipients.id', 'segment_recipients.segment_id');
+    if (!row) throw notFound1();
+    await trx('segment_recipients').where({ id }).delete();
+    await trx('segments').where({ id: row.segment_id }).increment('revision', 1);
+  });
+}
+
+type Member = Record<string, unknown> & { first_name: string | null; last_name: string | null };
+
+function memberRecord(segmentId: number) {
+  return (m: Member) => {
+    const { id, user_id, contact_id, ...rest } = m;
+    return {
+      id,
+      user_id,
+      segment_id: segmentId,
+      contact_id,
+      ...rest,
+      fullname: `${m.first_name ?? ''} ${m.last_name ?? ''}`.trim(),
+    };
+  };
+}
+
+async function membersOf(ctx: Ctx, segmentId: number) {
+  const [seg, fields] = await Promise.all([findSegment(ctx, segmentId, notFound2), loadRuleFields(ctx)]);
+  return { seg, rules: storedRules(seg, fields) };
+}
+
+/**
+ * One page of members: hand-added recipients first (newest first; there are few), then
+ * matching contacts newest first.
+ */
+export async function listMembersPage(ctx: Ctx, segmentId: number, paging: Paging) {
+  const { seg, rules } = await membersOf(ctx, segmentId);
+  if (!rules) return { rows: [], pagination: { page: paging.page, per_page: paging.perPage, total: 0 } };
+  const offset = (paging.page - 1) * paging.perPage;
+  const extra = (await recipientMembers(ctx.db, seg, rules)) as Member[];
+  const fromExtra = extra.slice(offset, offset + paging.perPage);
+  const fromContacts =
+    fromExtra.length < paging.perPage
+      ? ((await contactMembers(ctx.db, seg, rules)
+          .limit(paging.perPage - fromExtra.length)
+          .offset(Math.max(0, offset - extra.length))) as Member[])
+      : [];
+  const total = await memberCount(ctx, seg, await loadRuleFields(ctx));
+  return {
+    rows: [...fromExtra, ...fromContacts].map(memberRecord(seg.id)),
+    pagination: { page: paging.page, per_page: paging.perPage, total },
+  };
+}
+
+/** Every member in batches (hand-added first, then contacts by keyset), for the streamed list. */
+export async function memberBatches(ctx: Ctx, segmentId: number, batchSize = 5000): Promise<AsyncIterable<unknown[]>> {
+  const { seg, rules } = await membersOf(ctx, segmentId);
+  const toRecord = memberRecord(seg.id);
+  return (async function* () {
+    if (!rules) return;
+    yield ((await recipientMembers(ctx.db, seg, rules)) as Member[]).map(toRecord);
+    const batches = keysetBatches(async (before) => {
+      const q = contactMembers(ctx.db, seg, rules).limit(batchSize);
+      if (before !== undefined) q.where('c.id', '<', before);
+      return (await q) as Array<Member & { id: number }>;
+    });
+    for await (const rows of batches) yield rows.map(toRecord);
+  })();
+}
