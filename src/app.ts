@@ -11,6 +11,7 @@ import { errorHandler } from './http/error-handler';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes } from './http/routes';
 import { ASSETS_DIR, VERSION } from './paths';
+import { mountPublic } from './public';
 import { apiRoutes } from './resources';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
@@ -58,6 +59,7 @@ export function createApp(deps: Deps): Express {
     express.static(path.join(ASSETS_DIR, 'images'), { index: false, maxAge: '7d', dotfiles: 'deny', fallthrough: true }),
   );
 
+  mountPublic(app, deps);
   mountRoutes(app, apiRoutes, deps);
   app.use(errorHandler(deps.logger));
   return app;

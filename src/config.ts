@@ -48,6 +48,14 @@ const schema = z.object({
   DESIGN_BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(5 * 1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000).default(15_000),
   DB_QUERY_TIMEOUT_MS: intIn(0, 3_600_000).default(30_000),
+  SMTP_POOL_SIZE: intIn(1, 100).default(5),
+  SMTP_TIMEOUT_MS: intIn(1000, 600_000).default(30_000),
+  SEND_CONCURRENCY: intIn(1, 1000).default(20),
+  SEND_BATCH_SIZE: intIn(1, 10_000).default(200),
+  RETRY_BASE_MS: intIn(0, 86_400_000).default(60_000),
+  MAX_ATTEMPTS: intIn(1, 100).default(8),
+  WORKER_POLL_MS: intIn(10, 60_000).default(500),
+  MAIL_FROM: z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional(),
 });
 
 export interface Config {
@@ -68,6 +76,19 @@ export interface Config {
   designBodyLimitBytes: number;
   shutdownTimeoutMs: number;
   dbQueryTimeoutMs: number;
+  smtpPoolSize: number;
+  smtpTimeoutMs: number;
+  /** Messages in flight per worker process. */
+  sendConcurrency: number;
+  /** Recipient rows claimed per batch. */
+  sendBatchSize: number;
+  /** First retry delay after a temporary failure; doubles per attempt (capped at 6 h). */
+  retryBaseMs: number;
+  /** Attempts before a temporarily failing message is given up (counted as a bounce). */
+  maxAttempts: number;
+  workerPollMs: number;
+  /** Envelope and From address of Herald's own mail (verification, notifications). */
+  mailFrom: string;
 }
 
 export class ConfigError extends Error {}
@@ -107,5 +128,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     designBodyLimitBytes: c.DESIGN_BODY_LIMIT_BYTES,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     dbQueryTimeoutMs: c.DB_QUERY_TIMEOUT_MS,
+    smtpPoolSize: c.SMTP_POOL_SIZE,
+    smtpTimeoutMs: c.SMTP_TIMEOUT_MS,
+    sendConcurrency: c.SEND_CONCURRENCY,
+    sendBatchSize: c.SEND_BATCH_SIZE,
+    retryBaseMs: c.RETRY_BASE_MS,
+    maxAttempts: c.MAX_ATTEMPTS,
+    workerPollMs: c.WORKER_POLL_MS,
+    mailFrom: c.MAIL_FROM ?? `herald@${new URL(c.PUBLIC_URL ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
   };
 }

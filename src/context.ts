@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Config } from './config';
+import type { Mailer } from './delivery/mailer';
 import type { Logger } from './logger';
 
 /** What every service function receives first: the authenticated account and the database. */
@@ -13,4 +14,6 @@ export interface Deps {
   config: Config;
   db: Knex;
   logger: Logger;
+  /** Where outgoing mail goes (SMTP pool or the outbox directory). */
+  mailer: Mailer;
 }

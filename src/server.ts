@@ -4,6 +4,7 @@ import { countAccounts, createAccount } from './accounts/accounts.service';
 import { createApp } from './app';
 import type { Config } from './config';
 import { createDb } from './db/knex';
+import { createMailer, type Mailer } from './delivery/mailer';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
@@ -54,11 +55,13 @@ function listen(app: ReturnType<typeof createApp>, config: Config): Promise<Serv
 export async function startServer(config: Config, logger: Logger): Promise<Running> {
   const database = await resolveDatabase(config, logger);
   let db: Knex | undefined;
+  let mailer: Mailer | undefined;
   try {
     db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs });
     await prepareDatabase(db, logger);
     await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
-    const app = createApp({ config, db, logger });
+    mailer = createMailer(config);
+    const app = createApp({ config, db, logger, mailer });
     const server = await listen(app, config);
     // Slow clients may not hold a connection open forever.
     server.headersTimeout = 30_000;
@@ -74,6 +77,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
         await closed;
         clearTimeout(timer);
+        await mailer!.close();
         await db!.destroy();
         await database.stop();
         logger.info('stopped');

@@ -7,7 +7,7 @@ import { createDb } from '../../src/db/knex';
 import { REDACT_PATHS } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 
-const { app, db, config } = setupApp();
+const { app, db, config, mailer } = setupApp();
 let a: TestAccount;
 beforeAll(async () => {
   a = await makeAccount(db);
@@ -160,7 +160,7 @@ describe('requests of every shape get the JSON envelope', () => {
 
 describe('failures inside the service', () => {
   it('a thrown error answers 500 with no details', async () => {
-    const broken = createApp({ config, db: {} as Knex, logger: pino({ level: 'silent' }) });
+    const broken = createApp({ config, db: {} as Knex, logger: pino({ level: 'silent' }), mailer });
     const res = await request(broken).get('/notification-recipients').set(a.headers);
     expectEnvelope(res, 500, 'Internal Server Error');
   });
@@ -168,7 +168,7 @@ describe('failures inside the service', () => {
   it('a database that cannot be reached answers 503 with Retry-After, and healthz says so', async () => {
     const down = createDb({ url: 'postgres://postgres@127.0.0.1:1/none' });
     try {
-      const dead = createApp({ config, db: down, logger: pino({ level: 'silent' }) });
+      const dead = createApp({ config, db: down, logger: pino({ level: 'silent' }), mailer });
       const res = await request(dead).get('/notification-recipients').set(a.headers);
       expectEnvelope(res, 503);
       expect(res.headers['retry-after']).toBe('5');
@@ -196,7 +196,7 @@ describe('logging', () => {
         cb();
       },
     });
-    const logged = createApp({ config, db, logger: pino({ level: 'info', redact: REDACT_PATHS }, sink) });
+    const logged = createApp({ config, db, logger: pino({ level: 'info', redact: REDACT_PATHS }, sink), mailer });
     const res = await request(logged).get('/notification-recipients').set(a.headers).set('X-Request-Id', 'req-123');
     expect(res.headers['x-request-id']).toBe('req-123');
     const other = await request(logged).get('/notification-recipients').set(a.headers).set('X-Request-Id', 'bad id with spaces');

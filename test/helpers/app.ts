@@ -9,11 +9,13 @@ import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createDb } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
+import { memoryMailer, type MemoryMailer } from './mail';
 
 export interface TestApp {
   app: Express;
   db: Knex;
   config: Config;
+  mailer: MemoryMailer;
 }
 
 export function testDatabaseUrl(): string {
@@ -36,9 +38,10 @@ export function setupApp(env: Record<string, string> = {}): TestApp {
     ...env,
   });
   const db = createDb({ url, poolMax: 4 });
-  const app = createApp({ config, db, logger: createLogger('silent') });
+  const mailer = memoryMailer();
+  const app = createApp({ config, db, logger: createLogger('silent'), mailer });
   afterAll(() => db.destroy());
-  return { app, db, config };
+  return { app, db, config, mailer };
 }
 
 export interface TestAccount {

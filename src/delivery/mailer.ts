@@ -1,0 +1,115 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Config } from '../config';
+
+/** One message on its way out: the SMTP envelope and the raw MIME bytes. */
+export interface OutgoingMail {
+  from: string;
+  to: string;
+  raw: string;
+}
+
+/**
+ * Why a message was not accepted. `permanent` (SMTP 5xx) counts as a bounce and is never
+ * retried; anything else (4xx, refused connection, timeout) is retried with backoff.
+ */
+export class MailError extends Error {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+    readonly code?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Mailer {
+  /** Resolves once the server (or the outbox) accepted the message; throws MailError otherwise. */
+  send(mail: OutgoingMail): Promise<void>;
+  close(): Promise<void>;
+  /** For logs: where mail goes. */
+  readonly target: string;
+}
+
+interface SmtpErrorLike {
+  responseCode?: number;
+  code?: string;
+  message?: string;
+  response?: string;
+}
+
+export function classifySmtpError(err: unknown): MailError {
+  const e = (err ?? {}) as SmtpErrorLike;
+  const code = typeof e.responseCode === 'number' ? e.responseCode : undefined;
+  const text = (e.response ?? e.message ?? String(err)).slice(0, 500);
+  return new MailError(text, code !== undefined && code >= 500 && code < 600, code);
+}
+
+export interface SmtpOptions {
+  poolSize?: number;
+  /** Socket inactivity timeout: a server that hangs mid-DATA fails the message after this. */
+  socketTimeoutMs?: number;
+}
+
+/** A pooled SMTP transport from `smtp://user:pass@host:port` (or `smtps://`). */
+export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
+  const url = new URL(smtpUrl);
+  const secure = url.protocol === 'smtps:';
+  const transport = nodemailer.createTransport({
+    pool: true,
+    maxConnections: opts.poolSize ?? 5,
+    maxMessages: Infinity,
+    host: url.hostname,
+    port: url.port ? Number(url.port) : secure ? 465 : 587,
+    secure,
+    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: opts.socketTimeoutMs ?? 30_000,
+  });
+  return {
+    target: `${url.protocol}//${url.host}`,
+    async send(mail) {
+      try {
+        await transport.sendMail({ envelope: { from: mail.from, to: [mail.to] }, raw: mail.raw });
+      } catch (err) {
+        throw classifySmtpError(err);
+      }
+    },
+    async close() {
+      transport.close();
+    },
+  };
+}
+
+/**
+ * Without SMTP_URL, mail is written as `.eml` files to DATA_DIR/outbox (written to a temporary
+ * name and renamed, so a reader never sees half a message).
+ */
+export function outboxMailer(dir: string): Mailer {
+  let ready: Promise<unknown> | undefined;
+  return {
+    target: dir,
+    async send(mail) {
+      ready ??= fs.mkdir(dir, { recursive: true });
+      await ready;
+      const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${crypto.randomBytes(6).toString('hex')}.eml`;
+      const tmp = path.join(dir, `.${name}.tmp`);
+      try {
+        await fs.writeFile(tmp, mail.raw);
+        await fs.rename(tmp, path.join(dir, name));
+      } catch (err) {
+        throw new MailError(`outbox write failed: ${(err as Error).message}`, false);
+      }
+    },
+    async close() {},
+  };
+}
+
+export function createMailer(config: Config): Mailer {
+  return config.smtpUrl
+    ? smtpMailer(config.smtpUrl, { poolSize: config.smtpPoolSize, socketTimeoutMs: config.smtpTimeoutMs })
+    : outboxMailer(path.join(config.dataDir, 'outbox'));
+}

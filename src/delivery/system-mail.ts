@@ -1,0 +1,43 @@
+import { convert } from 'html-to-text';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { buildMessage, newMessageId, type Address } from './mime';
+import type { Mailer } from './mailer';
+
+export interface SystemMailDeps {
+  config: Config;
+  mailer: Mailer;
+  logger: Logger;
+}
+
+/** Escapes a value for HTML text and attributes; every page and mail Herald writes uses it. */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/** Herald's own mail (sender verification, notifications): one message, sent now. */
+export async function sendSystemMail(
+  deps: SystemMailDeps,
+  mail: { to: Address; subject: string; html: string },
+): Promise<void> {
+  const domain = deps.config.mailFrom.split('@')[1];
+  const raw = buildMessage({
+    from: { name: 'Herald', email: deps.config.mailFrom },
+    to: mail.to,
+    subject: mail.subject,
+    html: mail.html,
+    text: convert(mail.html, { wordwrap: 100 }),
+    messageId: newMessageId(domain),
+    headers: { 'Auto-Submitted': 'auto-generated' },
+  });
+  await deps.mailer.send({ from: deps.config.mailFrom, to: mail.to.email, raw });
+}
+
+/** A plain, readable HTML body for system mail. */
+export function systemMailHtml(title: string, paragraphs: string[]): string {
+  return `<!doctype html><html><body style="font-family:Arial,Helvetica,sans-serif;color:#1f2933;line-height:1.5">
+<h2 style="margin:0 0 16px">${escapeHtml(title)}</h2>
+${paragraphs.map((p) => `<p style="margin:0 0 12px">${p}</p>`).join('\n')}
+<p style="color:#6b7280;font-size:12px;margin-top:24px">Sent by Herald.</p>
+</body></html>`;
+}

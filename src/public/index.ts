@@ -1,0 +1,14 @@
+import type { Express } from 'express';
+import type { Deps } from '../context';
+
+/**
+ * Recipient-facing pages and endpoints without API keys (tracking pixel, unsubscribe,
+ * sender verification, design view). Mounted before the API routes and their 404 fallback.
+ */
+export type PublicMount = (app: Express, deps: Deps) => void;
+
+export const publicMounts: PublicMount[] = [];
+
+export function mountPublic(app: Express, deps: Deps): void {
+  for (const mount of publicMounts) mount(app, deps);
+}
