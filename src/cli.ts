@@ -9,7 +9,7 @@ import { resolveDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import { createLogger, REDACT_PATHS, type Logger } from './logger';
 import { VERSION } from './paths';
-import { prepareDatabase, startServer } from './server';
+import { prepareDatabase, startServer, startWorker, type RunningWorker } from './server';
 
 function config(): Config {
   try {
@@ -47,12 +47,13 @@ function positiveInt(value: string): number {
   return Number(value);
 }
 
-async function serve(): Promise<void> {
+/** serve and worker: start, then stop cleanly on SIGTERM/SIGINT (a second signal exits at once). */
+async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise<RunningWorker>): Promise<void> {
   const cfg = config();
   const logger = createLogger(cfg.logLevel);
-  let running: Awaited<ReturnType<typeof startServer>>;
+  let running: RunningWorker;
   try {
-    running = await startServer(cfg, logger);
+    running = await start(cfg, logger);
   } catch (err) {
     logger.fatal({ err }, 'Herald could not start');
     process.exit(1);
@@ -86,7 +87,11 @@ export function buildProgram(): Command {
   program
     .command('serve')
     .description('migrate, seed, then serve the API (what `npm start` runs)')
-    .action(serve);
+    .action(() => runUntilSignalled(startServer));
+  program
+    .command('worker')
+    .description('run the delivery worker only (no HTTP); run as many as you like beside `serve`')
+    .action(() => runUntilSignalled(startWorker));
   program
     .command('migrate')
     .description('apply pending database migrations')

@@ -5,6 +5,7 @@ import { createApp } from './app';
 import type { Config } from './config';
 import { createDb } from './db/knex';
 import { createMailer, type Mailer } from './delivery/mailer';
+import { Worker } from './delivery/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
@@ -51,6 +52,43 @@ function listen(app: ReturnType<typeof createApp>, config: Config): Promise<Serv
   });
 }
 
+export interface RunningWorker {
+  shutdown(reason: string): Promise<void>;
+  database: ResolvedDatabase;
+}
+
+/** `herald worker`: the delivery worker alone (no HTTP), for running several beside the API. */
+export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
+  const database = await resolveDatabase(config, logger, true);
+  const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-worker' });
+  try {
+    await prepareDatabase(db, logger);
+  } catch (err) {
+    await db.destroy();
+    await database.stop();
+    throw err;
+  }
+  const mailer = createMailer(config);
+  const worker = new Worker({ config, db, logger, mailer });
+  worker.start();
+  logger.info({ mail: mailer.target, sendRate: config.sendRate }, 'Herald worker started');
+  let stopping: Promise<void> | undefined;
+  return {
+    database,
+    shutdown(reason) {
+      stopping ??= (async () => {
+        logger.info({ reason }, 'worker stopping: finishing messages in flight');
+        await worker.stop();
+        await mailer.close();
+        await db.destroy();
+        await database.stop();
+        logger.info('worker stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
 /** config → database → migrate + seed → HTTP. Shutdown is the reverse, after draining. */
 export async function startServer(config: Config, logger: Logger): Promise<Running> {
   const database = await resolveDatabase(config, logger);
@@ -66,7 +104,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     // Slow clients may not hold a connection open forever.
     server.headersTimeout = 30_000;
     server.requestTimeout = 5 * 60_000;
-    logger.info({ url: config.publicUrl, port: config.port, embeddedDatabase: database.embedded }, 'Herald is listening');
+    logger.info(
+      { url: config.publicUrl, port: config.port, embeddedDatabase: database.embedded, mail: mailer.target },
+      'Herald is listening',
+    );
+    const worker = config.worker ? new Worker({ config, db, logger, mailer }) : undefined;
+    worker?.start();
 
     let stopping: Promise<void> | undefined;
     const shutdown = (reason: string) => {
@@ -75,7 +118,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-        await closed;
+        // The worker stops claiming and finishes the messages in flight meanwhile.
+        await Promise.all([closed, worker?.stop()]);
         clearTimeout(timer);
         await mailer!.close();
         await db!.destroy();

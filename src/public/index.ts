@@ -1,5 +1,8 @@
 import type { Express } from 'express';
 import type { Deps } from '../context';
+import { mountSenderVerify } from './sender-verify';
+import { mountTracking } from './tracking';
+import { mountUnsubscribe } from './unsubscribe';
 
 /**
  * Recipient-facing pages and endpoints without API keys (tracking pixel, unsubscribe,
@@ -7,7 +10,7 @@ import type { Deps } from '../context';
  */
 export type PublicMount = (app: Express, deps: Deps) => void;
 
-export const publicMounts: PublicMount[] = [];
+export const publicMounts: PublicMount[] = [mountTracking, mountUnsubscribe, mountSenderVerify];
 
 export function mountPublic(app: Express, deps: Deps): void {
   for (const mount of publicMounts) mount(app, deps);

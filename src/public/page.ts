@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { escapeHtml } from '../delivery/system-mail';
 
 /**
@@ -49,6 +49,21 @@ export function sendPage(res: Response, status: number, title: string, body: str
       'Cache-Control': 'no-store',
     })
     .send(page(title, body));
+}
+
+/**
+ * Recipient-facing pages answer with a page, not the API's JSON, even when something fails
+ * (the database is down, say): the person gets a readable "try again".
+ */
+export function pageErrors(fn: (req: Request, res: Response) => Promise<void>): RequestHandler {
+  return (req: Request, res: Response, _next: NextFunction) => {
+    fn(req, res).catch((err) => {
+      req.log?.error({ err }, 'page failed');
+      if (!res.headersSent) {
+        sendPage(res, 503, 'Please try again', '<h1>Something went wrong</h1><p>Please try again in a few minutes.</p>');
+      }
+    });
+  };
 }
 
 export { escapeHtml };

@@ -3,6 +3,8 @@ import { contactTypeRoutes } from './contact-types/contact-types.router';
 import { contactRoutes } from './contacts/contacts.router';
 import { fieldRoutes } from './fields/fields.router';
 import { geographyRoutes } from './geography/geography.router';
+import { singleSendRoutes } from './single-sends/single-sends.router';
+import { senderRoutes } from './senders/senders.router';
 import { segmentRoutes } from './segments/segments.router';
 import { notificationRoutes } from './notifications/notifications.router';
 import { templateRoutes } from './templates/templates.router';
@@ -18,6 +20,8 @@ export const apiRoutes: RouteDef[] = [
   ...contactRoutes,
   ...fieldRoutes,
   ...templateRoutes,
+  ...singleSendRoutes,
   ...notificationRoutes,
   ...geographyRoutes,
+  ...senderRoutes,
 ];

@@ -131,10 +131,11 @@ describe('GET /get-design/template', () => {
   });
 
   it('answers NF1 when there are no designs at all', async () => {
-    // Inside a transaction that is rolled back, so parallel test files still see the designs.
+    // An empty temporary `templates` shadows the real one (pg_temp comes first on the search
+    // path) inside a transaction that is rolled back: nothing else sees or waits for it.
     const trx = await db.transaction();
     try {
-      await trx('templates').delete();
+      await trx.raw('CREATE TEMP TABLE templates (LIKE public.templates) ON COMMIT DROP');
       await expect(listTemplates({ userId: a.id, db: trx })).rejects.toMatchObject({ status: 404, errors: 'Record Not Found' });
     } finally {
       await trx.rollback();

@@ -9,6 +9,7 @@ import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createDb } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
+import { isolatedUrl, type IsolatedName } from '../setup/isolated';
 import { memoryMailer, type MemoryMailer } from './mail';
 
 export interface TestApp {
@@ -28,8 +29,8 @@ export function testDatabaseUrl(): string {
  * The app on the test database, one per test file; the pool closes after the file.
  * `env` overrides configuration (e.g. small body limits) for that file.
  */
-export function setupApp(env: Record<string, string> = {}): TestApp {
-  const url = testDatabaseUrl();
+export function setupApp(env: Record<string, string> = {}, isolated?: IsolatedName): TestApp {
+  const url = isolated ? isolatedUrl(testDatabaseUrl(), isolated) : testDatabaseUrl();
   const config = loadConfig({
     DATABASE_URL: url,
     LOG_LEVEL: 'silent',

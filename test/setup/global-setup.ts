@@ -5,6 +5,7 @@ import { startEmbedded, type EmbeddedDb } from '../../src/db/embedded';
 import { createDb } from '../../src/db/knex';
 import { ROOT } from '../../src/paths';
 import { prepareDatabase } from '../../src/server';
+import { databaseName, ISOLATED_DATABASES, isolatedUrl } from './isolated';
 
 declare global {
   var __HERALD_EMBEDDED__: EmbeddedDb | undefined;
@@ -42,6 +43,24 @@ export default async function globalSetup(): Promise<void> {
   const knex = createDb({ url });
   try {
     await prepareDatabase(knex, pino({ level: 'silent' }));
+  } finally {
+    await knex.destroy();
+  }
+  await cloneIsolated(url);
+}
+
+/** Clones of the prepared database for the files that run a worker (see isolated.ts). */
+async function cloneIsolated(url: string): Promise<void> {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const knex = createDb({ url: admin.toString() });
+  try {
+    const template = databaseName(url);
+    for (const name of ISOLATED_DATABASES) {
+      const clone = databaseName(isolatedUrl(url, name));
+      await knex.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [clone]);
+      await knex.raw('CREATE DATABASE ?? TEMPLATE ??', [clone, template]);
+    }
   } finally {
     await knex.destroy();
   }

@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
+import { extraRecipients, matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+
+/**
+ * The audience of a send, written as recipient rows in set-based SQL. Sources (contact types
+ * and segments) are walked in order with keyset paging on the contact id, one chunk per
+ * statement: `INSERT … SELECT … ON CONFLICT DO NOTHING`, so addresses already queued (from an
+ * earlier source or an earlier, interrupted run) are skipped by the unique index. Exclusions,
+ * global unsubscribers and the send's unsubscribe group are `NOT EXISTS` on indexes.
+ */
+export interface AudienceRef {
+  id: string;
+  table: 'contacts_' | 'segments_';
+}
+
+export interface FanoutTarget {
+  userId: number;
+  singleSendId: number;
+  groupId: number;
+  sources: AudienceRef[];
+  exclusions: AudienceRef[];
+}
+
+/** Where the fan-out stands: source index, last contact id written, hand-added done. */
+export interface FanoutCursor {
+  source: number;
+  after: number;
+  extraDone?: boolean;
+}
+
+export const CHUNK = 5000;
+
+/** The placeholder values a message needs, captured with the row (alias `c`, country `co`). */
+const CONTACT_DATA = `jsonb_build_object(
+  'first_name', c.first_name, 'last_name', c.last_name, 'alt_email', c.alt_email,
+  'country', coalesce(co.name, ''), 'state', c.state, 'city', c.city,
+  'address_line1', c.address_line1, 'address_line2', c.address_line2,
+  'state_province_region', c.state_province_region, 'postal_code', c.postal_code,
+  '_custom', c.custom_fields)`;
+
+const RECIPIENT_DATA = `jsonb_build_object(
+  'first_name', coalesce(r.first_name, ''), 'last_name', coalesce(r.last_name, ''),
+  'country', coalesce(r.country, ''), 'state', coalesce(r.state, ''), 'city', coalesce(r.city, ''),
+  'address_line1', coalesce(r.address_line1, ''))`;
+
+async function loadSegment(db: Knex, userId: number, id: number): Promise<SegmentRow | undefined> {
+  return (await db('segments').where({ id, user_id: userId }).whereNull('deleted_at').first()) as SegmentRow | undefined;
+}
+
+/** `NOT EXISTS` clauses for everything that keeps an address out (alias `src` = candidate). */
+async function suppression(db: Knex, t: FanoutTarget): Promise<Knex.Raw[]> {
+  const clauses: Knex.Raw[] = [
+    db.raw(
+      'NOT EXISTS (SELECT 1 FROM global_unsubscribers g WHERE g.user_id = ? AND lower(g.email_address) = lower(src.email))',
+      [t.userId],
+    ),
+    db.raw(
+      'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients ug WHERE ug.unsubscribe_groups_id = ? AND lower(ug.email_address) = lower(src.email))',
+      [t.groupId],
+    ),
+  ];
+  const fields = await loadRuleFields({ userId: t.userId, db });
+  for (const ex of t.exclusions) {
+    if (ex.table === 'contacts_') {
+      clauses.push(
+        db.raw(
+          `NOT EXISTS (SELECT 1 FROM contacts x WHERE x.contact_type_id = ? AND x.user_id = ? AND x.deleted_at IS NULL AND lower(x.email) = lower(src.email))`,
+          [Number(ex.id), t.userId],
+        ),
+      );
+      continue;
+    }
+    const seg = await loadSegment(db, t.userId, Number(ex.id));
+    const rules = seg && storedRules(seg, fields);
+    if (!seg || !rules) continue;
+    const members = matchingContacts(db, seg, rules).select(db.raw('1')).whereRaw('lower(c.email) = lower(src.email)');
+    const extra = db('segment_recipients as r').where('r.segment_id', seg.id).select(db.raw('1')).whereRaw('lower(r.email) = lower(src.email)');
+    clauses.push(db.raw('NOT EXISTS (?)', [members]), db.raw('NOT EXISTS (?)', [extra]));
+  }
+  return clauses;
+}
+
+/** The next chunk of a source as (id, contact_id, email, data), ordered by contact id. */
+async function chunkQuery(db: Knex, t: FanoutTarget, cursor: FanoutCursor): Promise<{ q: Knex.QueryBuilder; keyset: boolean } | undefined> {
+  const ref = t.sources[cursor.source];
+  if (ref.table === 'contacts_') {
+    const q = db('contacts as c')
+      .leftJoin('countries as co', 'co.id', 'c.country_id')
+      .where({ 'c.user_id': t.userId, 'c.contact_type_id': Number(ref.id) })
+      .whereNull('c.deleted_at')
+      .where('c.id', '>', cursor.after)
+      .orderBy('c.id')
+      .limit(CHUNK)
+      .select('c.id as key', 'c.id as contact_id', 'c.email', db.raw(`${CONTACT_DATA} AS data`));
+    return { q, keyset: true };
+  }
+  const seg = await loadSegment(db, t.userId, Number(ref.id));
+  const rules = seg && storedRules(seg, await loadRuleFields({ userId: t.userId, db }));
+  if (!seg || !rules) return undefined;
+  if (!cursor.extraDone) {
+    // Hand-added recipients first, all at once (there are few).
+    const q = extraRecipients(db, seg, rules).select('r.id as key', db.raw('NULL::integer AS contact_id'), 'r.email', db.raw(`${RECIPIENT_DATA} AS data`));
+    return { q, keyset: false };
+  }
+  const q = matchingContacts(db, seg, rules)
+    .leftJoin('countries as co', 'co.id', 'c.country_id')
+    .where('c.id', '>', cursor.after)
+    .orderBy('c.id')
+    .limit(CHUNK)
+    .select('c.id as key', 'c.id as contact_id', 'c.email', db.raw(`${CONTACT_DATA} AS data`));
+  return { q, keyset: true };
+}
+
+/**
+ * Writes one chunk of the audience and returns the cursor after it, or `undefined` when the
+ * audience is complete. Runs inside the caller's transaction (which holds the send's row).
+ */
+export async function fanOutChunk(
+  trx: Knex.Transaction,
+  t: FanoutTarget,
+  cursor: FanoutCursor,
+): Promise<{ next?: FanoutCursor; inserted: number }> {
+  if (cursor.source >= t.sources.length) return { inserted: 0 };
+  const chunk = await chunkQuery(trx, t, cursor);
+  const skipSource = { next: { source: cursor.source + 1, after: 0 }, inserted: 0 };
+  if (!chunk) return skipSource;
+  const filters = await suppression(trx, t);
+  const result = await trx.raw(
+    `WITH chunk AS (?),
+     ins AS (
+       INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data, token)
+       SELECT ?, ?, src.contact_id, src.email, src.data, replace(gen_random_uuid()::text, '-', '')
+       FROM chunk src
+       WHERE ${filters.map(() => '?').join(' AND ')}
+       ON CONFLICT (single_send_id, lower(email)) WHERE single_send_id IS NOT NULL DO NOTHING
+       RETURNING 1
+     )
+     SELECT (SELECT max(key) FROM chunk) AS last_key, (SELECT count(*) FROM chunk) AS n, (SELECT count(*) FROM ins) AS inserted`,
+    [chunk.q, t.userId, t.singleSendId, ...filters],
+  );
+  const row = result.rows[0] as { last_key: number | null; n: number; inserted: number };
+  const inserted = Number(row.inserted);
+  if (!chunk.keyset) return { next: { ...cursor, extraDone: true }, inserted };
+  if (Number(row.n) < CHUNK) return { next: { source: cursor.source + 1, after: 0 }, inserted };
+  return { next: { ...cursor, after: Number(row.last_key) }, inserted };
+}

@@ -1,0 +1,161 @@
+import { convert } from 'html-to-text';
+import { escapeHtml } from './system-mail';
+import { buildMessage, headerSafe } from './mime';
+
+/**
+ * Rendering: each design is compiled once per send into literal pieces and placeholder
+ * names; each recipient then costs a join of strings and a base64 pass (see mime.ts).
+ * `((name))` is replaced in the subject, preheader, HTML and text; values are HTML-escaped in
+ * the HTML; unknown names render empty.
+ */
+const PLACEHOLDER = /\(\(\s*([A-Za-z0-9_]+)\s*\)\)/g;
+
+type Piece = string | { name: string };
+
+function split(template: string): Piece[] {
+  const pieces: Piece[] = [];
+  let last = 0;
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    if (m.index! > last) pieces.push(template.slice(last, m.index));
+    pieces.push({ name: m[1].toLowerCase() });
+    last = m.index! + m[0].length;
+  }
+  if (last < template.length) pieces.push(template.slice(last));
+  return pieces;
+}
+
+function fill(pieces: Piece[], values: (name: string) => string, escape: boolean): string {
+  let out = '';
+  for (const p of pieces) out += typeof p === 'string' ? p : escape ? escapeHtml(values(p.name)) : values(p.name);
+  return out;
+}
+
+export interface DesignSource {
+  subject: string;
+  preheader: string;
+  html: string;
+  fromName: string;
+  fromEmail: string;
+  replyTo: string;
+  senderAddress: string;
+  publicUrl: string;
+  /** Names of the account's custom fields by id (values are stored by id). */
+  customFields: Map<string, string>;
+}
+
+export interface RecipientData {
+  email: string;
+  token: string;
+  /** Placeholder values captured at fan-out; `_custom` holds custom values by field id. */
+  data: Record<string, unknown>;
+}
+
+export interface RenderedMessage {
+  subject: string;
+  html: string;
+  text: string;
+  raw: string;
+  messageId: string;
+}
+
+const FOOTER = `
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="margin-top:24px">
+  <tr><td align="center" style="padding:16px;font:12px/1.5 Arial,Helvetica,sans-serif;color:#6b7280">
+    ((sender_name)) &middot; ((sender_address))<br>
+    <a href="((unsubscribe_preferences))" style="color:#6b7280">Unsubscribe or manage your email preferences</a>
+  </td></tr>
+</table>`;
+
+/** Adds what every message must carry: the footer (when the design has no unsubscribe link). */
+function withFooter(html: string): string {
+  if (/\(\(\s*unsubscribe_preferences\s*\)\)/i.test(html)) return html;
+  const at = html.search(/<\/body\s*>/i);
+  return at < 0 ? html + FOOTER : html.slice(0, at) + FOOTER + html.slice(at);
+}
+
+/** Hidden preview text right after <body>, and the 1×1 open pixel right before </body>. */
+function withPreheaderAndPixel(html: string): string {
+  const preview =
+    '<div style="display:none;max-height:0;max-width:0;overflow:hidden;opacity:0;mso-hide:all;font-size:1px;line-height:1px;color:transparent">' +
+    '((__preheader))' +
+    '&#8199;&#65279;&#847;'.repeat(20) +
+    '</div>';
+  const pixel = '<img src="((__pixel))" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px" />';
+  const open = /<body[^>]*>/i.exec(html);
+  let out = open ? html.slice(0, open.index + open[0].length) + preview + html.slice(open.index + open[0].length) : preview + html;
+  const close = out.search(/<\/body\s*>/i);
+  out = close < 0 ? out + pixel : out.slice(0, close) + pixel + out.slice(close);
+  return out;
+}
+
+/** Headings keep their case (html-to-text upper-cases them, which would not match the values filled in later). */
+const TEXT_OPTIONS = {
+  wordwrap: 78,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
+  ],
+};
+
+export interface CompiledDesign {
+  render(r: RecipientData, messageId: string): RenderedMessage;
+}
+
+export function compileDesign(src: DesignSource): CompiledDesign {
+  const html = withFooter(src.html);
+  // The text part is derived once from the design; placeholders survive as plain text.
+  const text = split(convert(html, TEXT_OPTIONS));
+  const htmlPieces = split(withPreheaderAndPixel(html));
+  const subject = split(src.subject);
+  const preheader = split(src.preheader);
+  const base = src.publicUrl;
+
+  return {
+    render(r, messageId) {
+      const unsubscribeUrl = `${base}/unsubscribe/${r.token}`;
+      const custom = (r.data._custom ?? {}) as Record<string, string>;
+      const byName = new Map<string, string>();
+      for (const [id, name] of src.customFields) if (custom[id] !== undefined) byName.set(name.toLowerCase(), String(custom[id]));
+      const values = (name: string): string => {
+        switch (name) {
+          case 'sender_name':
+            return src.fromName;
+          case 'sender_address':
+            return src.senderAddress;
+          case 'unsubscribe_preferences':
+            return unsubscribeUrl;
+          case 'email':
+            return r.email;
+          case 'fullname':
+            return `${r.data.first_name ?? ''} ${r.data.last_name ?? ''}`.trim();
+          case '__pixel':
+            return `${base}/t/open/${r.token}.gif`;
+          case '__preheader':
+            return fill(preheader, values, false);
+          default: {
+            const v = r.data[name];
+            if (v !== undefined && v !== null && name !== '_custom') return String(v);
+            return byName.get(name) ?? '';
+          }
+        }
+      };
+      const renderedSubject = headerSafe(fill(subject, values, false));
+      const renderedHtml = fill(htmlPieces, values, true);
+      const renderedText = fill(text, values, false);
+      const raw = buildMessage({
+        from: { name: src.fromName, email: src.fromEmail },
+        to: { email: r.email },
+        replyTo: src.replyTo,
+        subject: renderedSubject,
+        html: renderedHtml,
+        text: renderedText,
+        messageId,
+        headers: {
+          'List-Unsubscribe': `<${unsubscribeUrl}>`,
+          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        },
+      });
+      return { subject: renderedSubject, html: renderedHtml, text: renderedText, raw, messageId };
+    },
+  };
+}

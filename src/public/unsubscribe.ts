@@ -1,0 +1,203 @@
+import express, { type Express, type Request, type Response } from 'express';
+import type { Knex } from 'knex';
+import multer from 'multer';
+import type { Deps } from '../context';
+import { escapeHtml, pageErrors, sendPage } from './page';
+
+/**
+ * The unsubscribe preferences page (GET), its form (POST) and RFC 8058 one-click (POST with
+ * `List-Unsubscribe=One-Click`). No API keys: the token in the link is the credential.
+ */
+const TOKEN = /^[a-f0-9]{32}$/;
+
+export interface MessageContext {
+  deliveryId: number;
+  userId: number;
+  email: string;
+  groupId: number | null;
+  singleSendId: number | null;
+  automationId: number | null;
+  unsubscribedAt: string | null;
+}
+
+/** Where a message came from, by its token: whose, to whom, and the group it was sent under. */
+export type ContextResolver = (db: Knex, token: string) => Promise<MessageContext | undefined>;
+
+export const resolveMessage: ContextResolver = async (db, token) => {
+  const row = await db('deliveries as d')
+    .leftJoin('single_sends as s', 's.id', 'd.single_send_id')
+    .leftJoin('automations as a', 'a.id', 'd.automation_id')
+    .where('d.token', token)
+    .first(
+      'd.id',
+      'd.user_id',
+      'd.email',
+      'd.single_send_id',
+      'd.automation_id',
+      'd.unsubscribed_at',
+      db.raw('coalesce(s.unsubscribe_group_id, a.unsubscribe_group_id) AS group_id'),
+    );
+  if (!row) return undefined;
+  return {
+    deliveryId: row.id,
+    userId: row.user_id,
+    email: row.email,
+    groupId: row.group_id,
+    singleSendId: row.single_send_id,
+    automationId: row.automation_id,
+    unsubscribedAt: row.unsubscribed_at,
+  };
+};
+
+interface GroupState {
+  id: number;
+  group_name: string;
+  description: string;
+  subscribed: boolean;
+}
+
+/** The message's own group (even if hidden) and every displayed group of the account. */
+async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupState[]; all: boolean }> {
+  const groups = (await db('unsubscribe_groups as g')
+    .where('g.user_id', m.userId)
+    .where((q) => {
+      q.where((live) => live.whereNull('g.deleted_at').where('g.is_display', 1));
+      if (m.groupId) q.orWhere('g.id', m.groupId);
+    })
+    .orderByRaw('g.id = ? DESC, g.id', [m.groupId ?? 0])
+    .select(
+      'g.id',
+      'g.group_name',
+      'g.description',
+      db.raw(
+        'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients r WHERE r.unsubscribe_groups_id = g.id AND lower(r.email_address) = lower(?)) AS subscribed',
+        [m.email],
+      ),
+    )) as GroupState[];
+  const all = await db('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).first('id');
+  return { groups, all: Boolean(all) };
+}
+
+/** The first unsubscribe through a message counts once on its send's or automation's statistics. */
+async function countUnsubscribe(trx: Knex.Transaction, m: MessageContext): Promise<void> {
+  const marked = await trx('deliveries').where({ id: m.deliveryId }).whereNull('unsubscribed_at').update({ unsubscribed_at: trx.fn.now() });
+  if (!marked) return;
+  if (m.singleSendId) await trx('single_sends').where({ id: m.singleSendId }).increment('unsubscribes', 1);
+  else if (m.automationId) await trx('automations').where({ id: m.automationId }).increment('total_unsubscribe', 1);
+}
+
+async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: number): Promise<boolean> {
+  const r = await trx.raw(
+    `INSERT INTO unsubscribe_group_recipients (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
+     ON CONFLICT (unsubscribe_groups_id, lower(email_address)) DO NOTHING`,
+    [m.userId, groupId, m.email],
+  );
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Applies the form: unticked groups get the address, re-ticked ones lose it; "all" is global. */
+export async function savePreferences(db: Knex, m: MessageContext, keep: Set<number>, all: boolean): Promise<void> {
+  await db.transaction(async (trx) => {
+    const { groups } = await groupsFor(trx, m);
+    let unsubscribed = false;
+    for (const g of groups) {
+      if (keep.has(g.id) && !all) {
+        await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
+      } else if (!keep.has(g.id)) {
+        unsubscribed = (await addToGroup(trx, m, g.id)) || unsubscribed;
+      }
+    }
+    if (all) {
+      const r = await trx.raw(
+        `INSERT INTO global_unsubscribers (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
+         ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
+        [m.userId, m.groupId, m.email],
+      );
+      unsubscribed = unsubscribed || (r.rowCount ?? 0) > 0;
+    } else {
+      await trx('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
+    }
+    if (unsubscribed) await countUnsubscribe(trx, m);
+  });
+}
+
+/** RFC 8058 one-click: the address leaves the message's group (or everything, if it has none). */
+export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
+  await db.transaction(async (trx) => {
+    if (m.groupId) await addToGroup(trx, m, m.groupId);
+    else {
+      await trx.raw(
+        `INSERT INTO global_unsubscribers (user_id, email_address) VALUES (?, ?) ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
+        [m.userId, m.email],
+      );
+    }
+    await countUnsubscribe(trx, m);
+  });
+}
+
+function form(token: string, email: string, groups: GroupState[], all: boolean, notice?: string): string {
+  const items = groups
+    .map(
+      (g) => `<label><input type="checkbox" name="keep" value="${g.id}"${g.subscribed && !all ? ' checked' : ''}>
+  <span>${escapeHtml(g.group_name)}<span class="hint">${escapeHtml(g.description)}</span></span></label>`,
+    )
+    .join('\n');
+  return `<h1>Email preferences</h1>
+${notice ? `<p class="ok" role="status">${escapeHtml(notice)}</p>` : ''}
+<p>Choose what <strong>${escapeHtml(email)}</strong> receives. Untick a list to stop getting it.</p>
+<form method="post" action="/unsubscribe/${escapeHtml(token)}">
+<input type="hidden" name="action" value="save">
+<fieldset><legend>Lists</legend>
+${items || '<p class="muted">No lists to show.</p>'}
+</fieldset>
+<fieldset><legend>Everything</legend>
+<label><input type="checkbox" name="all" value="1"${all ? ' checked' : ''}>
+  <span>Unsubscribe from all email<span class="hint">You will get no more messages from this sender.</span></span></label>
+</fieldset>
+<button type="submit">Save preferences</button>
+</form>`;
+}
+
+const NOT_FOUND = '<h1>Link not recognised</h1><p>This unsubscribe link is invalid or no longer works.</p>';
+
+function readKeep(body: Record<string, unknown>): Set<number> {
+  const raw = body.keep ?? body['keep[]'];
+  const values = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return new Set(values.map((v) => Number(v)).filter((n) => Number.isInteger(n) && n > 0));
+}
+
+export function mountUnsubscribe(app: Express, deps: Deps): void {
+  const parse = [express.urlencoded({ extended: true, limit: '16kb' }), multer({ limits: { fieldSize: 16 * 1024, fields: 200 } }).none()];
+
+  const load = async (req: Request, res: Response): Promise<MessageContext | undefined> => {
+    const token = String(req.params.token).toLowerCase();
+    const m = TOKEN.test(token) ? await resolveMessage(deps.db, token) : undefined;
+    if (!m) sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+    return m;
+  };
+
+  app.get(
+    '/unsubscribe/:token',
+    pageErrors(async (req, res) => {
+      const m = await load(req, res);
+      if (!m) return;
+      const { groups, all } = await groupsFor(deps.db, m);
+      sendPage(res, 200, 'Email preferences', form(String(req.params.token).toLowerCase(), m.email, groups, all));
+    }),
+  );
+
+  app.post('/unsubscribe/:token', ...parse, pageErrors(async (req: Request, res: Response) => {
+    const m = await load(req, res);
+    if (!m) return;
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const token = String(req.params.token).toLowerCase();
+    if (body['List-Unsubscribe'] === 'One-Click' || body.action !== 'save') {
+      await oneClick(deps.db, m);
+      sendPage(res, 200, 'Unsubscribed', `<h1>You are unsubscribed</h1><p>${escapeHtml(m.email)} will get no more of these messages.</p>`);
+      return;
+    }
+    await savePreferences(deps.db, m, readKeep(body), body.all === '1');
+    const { groups, all } = await groupsFor(deps.db, m);
+    sendPage(res, 200, 'Email preferences', form(token, m.email, groups, all, 'Your preferences have been saved.'));
+  }));
+}

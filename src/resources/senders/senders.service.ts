@@ -1,0 +1,353 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import { toDatetime } from '../../db/types';
+import { escapeHtml, sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../delivery/system-mail';
+import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
+import { listRows, type Paging } from '../../http/pagination';
+import { recordEvent, type EventDeps } from '../../notifications/events';
+import { findOrFail, scoped } from '../shared/crud';
+import type { SenderInput, SenderRecord } from './senders.schemas';
+
+const TABLE = 'senders';
+/** Every column of the record; `verify_token_hash` is deliberately not among them. */
+const COLUMNS = [
+  'id',
+  'user_id',
+  'from_name',
+  'from_email',
+  'reply_to_email',
+  'country_id',
+  'state_id',
+  'city_id',
+  'zip_code',
+  'company_address',
+  'company_address2',
+  'nickname',
+  'is_verified',
+  'utr',
+  'send_at',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+].map((c) => `${TABLE}.${c}`);
+const UTR_CONSTRAINT = 'senders_utr_unique';
+const IN_USE = 'The sender is used by a single send that is ready or running.';
+const MAIL_FAILED = 'The verification mail could not be sent. Try again later.';
+
+/** A row as the database returns it: `send_at` is still a `<timestamp>`. */
+type SenderRow = Omit<SenderRecord, 'send_at'> & { send_at: string | null };
+
+/** VAL messages on `sender_id` for single sends and automation emails (DESIGN §3 Senders). */
+export const senderIdMessages = {
+  missing: 'The selected sender id is invalid.',
+  unverified: 'The selected sender id is not verified.',
+} as const;
+
+function toRecord(row: SenderRow): SenderRecord {
+  return { ...row, send_at: toDatetime(row.send_at) };
+}
+
+/** The account's senders that are not deleted. */
+function liveSenders(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
+  return scoped(ctx, TABLE, db).whereNull(`${TABLE}.deleted_at`);
+}
+
+function isUtrClash(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === UTR_CONSTRAINT;
+}
+
+/** The link's secret: only its SHA-256 is stored, so a database dump cannot verify anything. */
+interface VerificationToken {
+  token: string;
+  hash: Buffer;
+}
+
+export function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function newVerificationToken(): VerificationToken {
+  const token = randomBytes(32).toString('base64url');
+  return { token, hash: hashToken(token) };
+}
+
+function columns(input: SenderInput) {
+  return {
+    from_name: input.from_name,
+    from_email: input.from_email,
+    reply_to_email: input.reply_to_email,
+    country_id: input.country_id,
+    state_id: input.state_id ?? null,
+    city_id: input.city_id ?? null,
+    zip_code: input.zip_code ?? '',
+    company_address: input.company_address,
+    company_address2: input.company_address2 ?? '',
+    nickname: input.nickname,
+  };
+}
+
+/**
+ * The geography rules need the database, so they run after the form rules; the three are
+ * reported together. A state must be of the country, a city of the country and of the state
+ * when one is given. One statement, so it can run inside the caller's transaction.
+ */
+async function checkPlaces(db: Knex, input: SenderInput): Promise<void> {
+  const { country_id: countryId, state_id: stateId, city_id: cityId } = input;
+  const exists = (q: Knex.QueryBuilder) => db.raw('EXISTS (?)', [q.select(db.raw('1'))]);
+  const unchecked = db.raw('true');
+  const city = cityId === undefined ? undefined : db('cities').where({ id: cityId, country_id: countryId });
+  if (city && stateId !== undefined) city.where('state_id', stateId);
+  const found = (await db
+    .select({
+      country: exists(db('countries').where({ id: countryId })),
+      state: stateId === undefined ? unchecked : exists(db('states').where({ id: stateId, country_id: countryId })),
+      city: city ? exists(city) : unchecked,
+    })
+    .first()) as { country: boolean; state: boolean; city: boolean };
+  const errors: FieldErrors = {};
+  if (!found.country) errors.country_id = ['The selected country id is invalid.'];
+  if (!found.state) errors.state_id = ['The selected state id is invalid.'];
+  if (!found.city) errors.city_id = ['The selected city id is invalid.'];
+  if (Object.keys(errors).length) throw invalid(errors);
+}
+
+function verificationMail(
+  config: SystemMailDeps['config'],
+  sender: Pick<SenderRecord, 'from_name' | 'from_email' | 'nickname'>,
+  token: string,
+) {
+  const link = `${config.publicUrl}/senders/verify/${token}`;
+  const html = systemMailHtml('Verify your sender address', [
+    `Herald was asked to send email as <strong>${escapeHtml(sender.from_name)}</strong> ` +
+      `&lt;${escapeHtml(sender.from_email)}&gt; (sender “${escapeHtml(sender.nickname)}”).`,
+    `To confirm that this address is yours, open this link:<br><a href="${escapeHtml(link)}">${escapeHtml(link)}</a>`,
+    'If you did not ask for this, ignore this message: nothing is sent as this address until it is verified.',
+  ]);
+  return {
+    to: { name: sender.from_name, email: sender.from_email },
+    subject: `Verify your sender address ${sender.from_email}`,
+    html,
+  };
+}
+
+/**
+ * Mails the link and records when it went out. A mail that cannot be sent does not undo the
+ * save: it is logged, `send_at` stays as it was, and resend-mail tries again. `send_at` is
+ * only set while this token is still the current one (a concurrent resend may have replaced it).
+ */
+async function mailVerificationBestEffort(
+  ctx: Ctx,
+  mail: SystemMailDeps,
+  sender: Pick<SenderRecord, 'id' | 'from_name' | 'from_email' | 'nickname'>,
+  token: VerificationToken,
+): Promise<void> {
+  try {
+    await sendSystemMail(mail, verificationMail(mail.config, sender, token.token));
+  } catch (err) {
+    mail.logger.warn({ sender: sender.id, err: (err as Error).message }, 'sender verification mail could not be sent');
+    return;
+  }
+  await liveSenders(ctx)
+    .where({ id: sender.id, verify_token_hash: token.hash })
+    .update({ send_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
+}
+
+/** Newest first. */
+export async function listSenders(ctx: Ctx, paging?: Paging) {
+  const base = liveSenders(ctx);
+  const listed = await listRows<SenderRow>(base.clone().select(COLUMNS).orderBy(`${TABLE}.id`, 'desc'), base, paging);
+  return { ...listed, rows: listed.rows.map(toRecord) };
+}
+
+export async function findSender(ctx: Ctx, id: number): Promise<SenderRecord> {
+  const row = await findOrFail<SenderRow>(liveSenders(ctx).where(`${TABLE}.id`, id).select(COLUMNS), notFound1);
+  return toRecord(row);
+}
+
+/** `utr` is unique across accounts; a clash (1 in 2^64 per pair) just draws again. */
+export async function saveSender(ctx: Ctx, mail: SystemMailDeps, input: SenderInput): Promise<void> {
+  await checkPlaces(ctx.db, input);
+  const token = newVerificationToken();
+  let id: number | undefined;
+  for (let attempt = 1; id === undefined; attempt += 1) {
+    try {
+      const [row] = await ctx.db(TABLE)
+        .insert({
+          user_id: ctx.userId,
+          ...columns(input),
+          utr: randomBytes(8).toString('hex'),
+          verify_token_hash: token.hash,
+        })
+        .returning(['id']);
+      id = row.id as number;
+    } catch (err) {
+      if (attempt < 5 && isUtrClash(err)) continue;
+      throw err;
+    }
+  }
+  await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
+}
+
+/**
+ * Replaces the sender's fields (absent optional ones become empty). A new `from_email`
+ * (compared case-insensitively) is unverified again and gets its own verification mail.
+ */
+export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, input: SenderInput): Promise<void> {
+  const token = newVerificationToken();
+  const emailChanged = await ctx.db.transaction(async (trx) => {
+    const current = await findOrFail<Pick<SenderRow, 'from_email'>>(
+      liveSenders(ctx, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.from_email`),
+      notFound1,
+    );
+    await checkPlaces(trx, input);
+    const changed = current.from_email.toLowerCase() !== input.from_email.toLowerCase();
+    await liveSenders(ctx, trx)
+      .where(`${TABLE}.id`, id)
+      .update({
+        ...columns(input),
+        ...(changed ? { is_verified: 0, verify_token_hash: token.hash, send_at: null } : {}),
+        updated_at: trx.fn.now(),
+      });
+    return changed;
+  });
+  if (emailChanged) await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
+}
+
+/**
+ * Soft delete. Refused while a ready or running single send of the account uses the sender:
+ * the worker still needs it. The sender row is locked first, so a single send that takes it
+ * with FOR SHARE (findVerifiedSender's `lock`) cannot appear between the check and the delete.
+ */
+export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
+    await findOrFail(liveSenders(ctx, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
+    const inUse = await scoped(ctx, 'single_sends', trx)
+      .where('single_sends.sender_id', id)
+      .whereIn('single_sends.status', [1, 2])
+      .whereNull('single_sends.deleted_at')
+      .first('single_sends.id');
+    if (inUse) throw refused(IN_USE);
+    await liveSenders(ctx, trx)
+      .where(`${TABLE}.id`, id)
+      .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+  });
+}
+
+/**
+ * A fresh link for the sender, whether or not it is verified already (opening it again is
+ * harmless). The mail goes first and the token is stored only once it was accepted, so a
+ * failed mail leaves the previous link working; the caller learns it failed (503).
+ */
+export async function resendVerification(ctx: Ctx, mail: SystemMailDeps, id: number): Promise<void> {
+  const sender = await findSender(ctx, id);
+  const token = newVerificationToken();
+  try {
+    await sendSystemMail(mail, verificationMail(mail.config, sender, token.token));
+  } catch (err) {
+    mail.logger.warn({ sender: id, err: (err as Error).message }, 'sender verification mail could not be sent');
+    throw new AppError(503, MAIL_FAILED, { 'Retry-After': '60' });
+  }
+  const changed = await liveSenders(ctx)
+    .where(`${TABLE}.id`, id)
+    .update({ verify_token_hash: token.hash, send_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
+  if (!changed) throw notFound1();
+}
+
+/**
+ * For single sends and automation emails: the live, verified sender of the account, or why it
+ * cannot be used (VAL `senderIdMessages[reason]`). Pass the caller's transaction and `lock` to
+ * hold the sender (FOR SHARE) until it commits, so a concurrent delete waits for it.
+ */
+export async function findVerifiedSender(
+  ctx: Ctx,
+  id: number,
+  opts: { db?: Knex; lock?: boolean } = {},
+): Promise<SenderRecord | 'missing' | 'unverified'> {
+  const q = liveSenders(ctx, opts.db ?? ctx.db).where(`${TABLE}.id`, id).select(COLUMNS);
+  if (opts.lock) q.forShare();
+  const row = (await q.first()) as SenderRow | undefined;
+  if (!row) return 'missing';
+  if (row.is_verified !== 1) return 'unverified';
+  return toRecord(row);
+}
+
+type AddressFields = Pick<SenderRecord, 'company_address' | 'company_address2' | 'zip_code' | 'country_id' | 'state_id' | 'city_id'>;
+
+/** The address on one line from its parts (names of places, not ids); empty parts are left out. */
+export function formatSenderAddress(parts: {
+  company_address: string;
+  company_address2?: string | null;
+  city?: string | null;
+  state?: string | null;
+  zip_code?: string | null;
+  country?: string | null;
+}): string {
+  const stateZip = [parts.state, parts.zip_code].filter(Boolean).join(' ');
+  const locality = [parts.city, stateZip].filter(Boolean).join(', ');
+  return [parts.company_address, parts.company_address2, locality, parts.country].filter(Boolean).join(', ');
+}
+
+/**
+ * `((sender_address))`: the sender's postal address on one line, with the names of its
+ * places looked up, e.g. `1 Market St, Suite 200, San Francisco, California 94105, United States`.
+ */
+export async function senderAddress(db: Knex, sender: AddressFields): Promise<string> {
+  const names = (await db
+    .select({
+      country: db('countries').select('name').where('id', sender.country_id),
+      state: sender.state_id === null ? db.raw('NULL') : db('states').select('name').where('id', sender.state_id),
+      city: sender.city_id === null ? db.raw('NULL') : db('cities').select('name').where('id', sender.city_id),
+    })
+    .first()) as { country: string | null; state: string | null; city: string | null };
+  return formatSenderAddress({ ...sender, ...names });
+}
+
+export interface ConfirmedSender {
+  id: number;
+  user_id: number;
+  from_name: string;
+  from_email: string;
+  nickname: string;
+}
+
+/** Whether a verification link is current, without using it (HEAD requests, link scanners). */
+export async function isCurrentToken(db: Knex, token: string): Promise<boolean> {
+  const row = await db(TABLE).where({ verify_token_hash: hashToken(token) }).whereNull('deleted_at').first('id');
+  return Boolean(row);
+}
+
+/**
+ * Opens a verification link: the sender becomes verified and the link is used up (a second
+ * use finds nothing). The account's notification recipients hear of it when the sender was
+ * not verified before; that part is best effort and never fails the page.
+ */
+export async function confirmSender(deps: EventDeps, token: string): Promise<ConfirmedSender | null> {
+  const { rows } = (await deps.db.raw(
+    `UPDATE senders s
+        SET is_verified = 1, verify_token_hash = NULL, updated_at = now()
+       FROM (SELECT id, is_verified FROM senders
+              WHERE verify_token_hash = ? AND deleted_at IS NULL
+              FOR UPDATE) old
+      WHERE s.id = old.id
+  RETURNING s.id, s.user_id, s.from_name, s.from_email, s.nickname, old.is_verified AS was_verified`,
+    [hashToken(token)],
+  )) as { rows: Array<ConfirmedSender & { was_verified: number }> };
+  const row = rows[0];
+  if (!row) return null;
+  const { was_verified: wasVerified, ...sender } = row;
+  if (wasVerified !== 1) {
+    try {
+      await recordEvent(deps, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
+        sender_id: sender.id,
+        nickname: sender.nickname,
+        from_name: sender.from_name,
+        from_email: sender.from_email,
+      });
+    } catch (err) {
+      deps.logger.warn({ sender: sender.id, err: (err as Error).message }, 'sender.verified event could not be recorded');
+    }
+  }
+  return sender;
+}

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { messages, ok } from '../../http/envelope';
+import { notFound2 } from '../../http/errors';
+import { listPayload } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/routes';
+import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
+import { singleSendBody, singleSendRecord } from './single-sends.schemas';
+import * as service from './single-sends.service';
+
+const tag = 'Single sends';
+const utrId = { name: 'utr', notFound: notFound2, kind: 'utr' as const };
+const utrMessage = z.object({ utr: z.uuid() });
+
+export const singleSendRoutes: RouteDef[] = [
+  route({
+    method: 'get',
+    path: '/single-send/list',
+    tag,
+    summary: 'List the account’s single sends with their statistics',
+    list: true,
+    response: z.object({ singleSends: z.array(singleSendRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging }) => ok(listPayload('singleSends', await service.listSingleSends(ctx, paging))),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/create',
+    tag,
+    summary: 'Create a single send; it is ready (status 1) and goes out now or at its scheduled time',
+    body: singleSendBody,
+    bodyLimit: 'design',
+    response: utrMessage,
+    failures: ['AUTH', 'VAL'],
+    handle: async ({ ctx, body }) => ok({ utr: await service.createSingleSend(ctx, body) }),
+  }),
+  route({
+    method: 'get',
+    alsoMethods: ['post'],
+    path: '/single/send/duplicate',
+    tag,
+    summary: 'Copy a single send as a draft (status 0) named “<name> (copy)”',
+    id: utrId,
+    response: confirmation(messages.duplicated),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => {
+      await service.duplicateSingleSend(ctx, utr);
+      return ok(messages.duplicated);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/single-send/details',
+    tag,
+    summary: 'One single send (the key holds an array of one record)',
+    id: utrId,
+    response: z.object({ singleSend: z.array(singleSendRecord).length(1) }),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => ok({ singleSend: [await service.getSingleSend(ctx, utr)] }),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/update',
+    tag,
+    summary: 'Replace a single send’s fields (refused once sending has started); it becomes ready',
+    id: { ...utrId, requiredMessage: true },
+    body: singleSendBody,
+    bodyLimit: 'design',
+    response: utrMessage,
+    failures: ['AUTH', 'VAL', 'NF2', 'REFUSED'],
+    handle: async ({ ctx, utr, body }) => ok({ utr: await service.updateSingleSend(ctx, utr, body) }),
+  }),
+  route({
+    method: 'delete',
+    path: '/single/send/delete',
+    tag,
+    summary: 'Delete a single send; its messages not yet sent are cancelled',
+    id: utrId,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => {
+      await service.deleteSingleSends(ctx, [utr]);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/bulk-delete',
+    tag,
+    summary: 'Delete several single sends by utr or id (all or nothing)',
+    body: bulkDeleteBody,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, body }) => {
+      await service.deleteSingleSends(ctx, body.strIds);
+      return ok(messages.deleted);
+    },
+  }),
+];

@@ -1,0 +1,300 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import { toDatetime } from '../../db/types';
+import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
+import type { Listed, Paging } from '../../http/pagination';
+import { scoped } from '../shared/crud';
+import { senderAddress } from '../senders/senders.service';
+import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
+
+export interface RecipientRef {
+  id: string;
+  table: 'contacts_' | 'segments_';
+}
+
+export interface SingleSendRow {
+  id: number;
+  user_id: number;
+  utr: string;
+  template_id: number;
+  sender_id: number;
+  unsubscribe_group_id: number;
+  recipient_id: RecipientRef[];
+  exclude_specific_recipient_id: RecipientRef[];
+  single_send_name: string;
+  subject: string;
+  preheader: string;
+  from_sender: string;
+  reply_to: string;
+  sender_name: string | null;
+  sender_address: string | null;
+  schedule_type: number;
+  schedule_date: string | null;
+  schedule_time: string | null;
+  status: number;
+  template_json: string | null;
+  template_html: string | null;
+  triggered: number;
+  delivered: number;
+  unique_opens: number;
+  total_opens: number;
+  bounces: number;
+  unsubscribes: number;
+  sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+  unique_open_token?: Record<string, string>;
+}
+
+/** The account's live single sends (alias `s`). */
+function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
+  return db('single_sends as s').where('s.user_id', ctx.userId).whereNull('s.deleted_at');
+}
+
+/**
+ * `unique_open_token`: recipient key (the address, lower-cased) → open token, only for the
+ * recipients who opened; one indexed subquery per listed send, never the whole audience.
+ */
+function withOpenTokens(ctx: Ctx, q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q.select(
+    's.*',
+    ctx.db.raw(`(SELECT coalesce(jsonb_object_agg(lower(d.email), d.token), '{}'::jsonb)
+                 FROM deliveries d WHERE d.single_send_id = s.id AND d.opened_at IS NOT NULL) AS unique_open_token`),
+  );
+}
+
+/** The spec's record: unscheduled date and time read as zeros, `sent_at` as `<datetime>`. */
+export function toRecord(row: SingleSendRow) {
+  return {
+    id: row.id,
+    user_id: row.user_id,
+    template_id: row.template_id,
+    sender_id: row.sender_id,
+    unsubscribe_group_id: row.unsubscribe_group_id,
+    recipient_id: row.recipient_id,
+    exclude_specific_recipient_id: row.exclude_specific_recipient_id,
+    single_send_name: row.single_send_name,
+    subject: row.subject,
+    preheader: row.preheader,
+    from_sender: row.from_sender,
+    reply_to: row.reply_to,
+    sender_name: row.sender_name,
+    sender_address: row.sender_address,
+    schedule_type: row.schedule_type,
+    schedule_date: row.schedule_date ?? '0000-00-00',
+    schedule_time: row.schedule_time ?? '00:00:00',
+    status: row.status,
+    utr: row.utr,
+    template_json: row.template_json,
+    template_html: row.template_html,
+    triggered: row.triggered,
+    delivered: row.delivered,
+    unique_opens: row.unique_opens,
+    total_opens: row.total_opens,
+    bounces: row.bounces,
+    unsubscribes: row.unsubscribes,
+    unique_open_token: row.unique_open_token ?? {},
+    sent_at: toDatetime(row.sent_at),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
+  const q = withOpenTokens(ctx, live(ctx)).orderBy('s.id', 'desc');
+  if (!paging) return { rows: ((await q) as SingleSendRow[]).map(toRecord) };
+  const [rows, total] = await Promise.all([
+    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage) as Promise<SingleSendRow[]>,
+    live(ctx).count<{ n: number }[]>({ n: '*' }).first(),
+  ]);
+  return { rows: rows.map(toRecord), pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+}
+
+/** A live send of the account by utr; anything that is not one answers NF2. */
+export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock = false): Promise<SingleSendRow> {
+  if (!UUID.test(utr)) throw notFound2();
+  const q = live(ctx, db).where('s.utr', utr.toLowerCase()).first('s.*');
+  if (lock) q.forUpdate();
+  const row = (await q) as SingleSendRow | undefined;
+  if (!row) throw notFound2();
+  return row;
+}
+
+export async function getSingleSend(ctx: Ctx, utr: string) {
+  if (!UUID.test(utr)) throw notFound2();
+  const row = (await withOpenTokens(ctx, live(ctx)).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
+  if (!row) throw notFound2();
+  return toRecord(row);
+}
+
+function parseRefs(values: string[] | undefined, field: string, errors: FieldErrors): RecipientRef[] {
+  const out: RecipientRef[] = [];
+  const seen = new Set<string>();
+  (values ?? []).forEach((v, i) => {
+    const m = RECIPIENT_REF.exec(v);
+    if (!m) {
+      errors[`${field}.${i}`] = [`The ${field.replace(/_/g, ' ')}.${i} must be contacts_<id> or segments_<id>.`];
+      return;
+    }
+    if (!seen.has(v)) out.push({ id: String(Number(m[2])), table: `${m[1]}_` as RecipientRef['table'] });
+    seen.add(v);
+  });
+  return out;
+}
+
+/** Every ref names a live contact type or segment of the account; else VAL on its index. */
+async function checkRefsExist(ctx: Ctx, refs: RecipientRef[], values: string[], field: string, errors: FieldErrors) {
+  const ids = (table: string) => refs.filter((r) => r.table === table).map((r) => Number(r.id));
+  const [types, segments] = await Promise.all([
+    scoped(ctx, 'contact_types').whereIn('id', ids('contacts_')).whereNull('deleted_at').pluck('id'),
+    scoped(ctx, 'segments').whereIn('id', ids('segments_')).whereNull('deleted_at').pluck('id'),
+  ]);
+  const found = new Set([...types.map((i: number) => `contacts_${i}`), ...segments.map((i: number) => `segments_${i}`)]);
+  values.forEach((v, i) => {
+    const m = RECIPIENT_REF.exec(v);
+    if (m && !found.has(`${m[1]}_${Number(m[2])}`)) errors[`${field}.${i}`] = [`The selected ${field.replace(/_/g, ' ')}.${i} is invalid.`];
+  });
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const TIME = /^(\d{2}):(\d{2})(?::(\d{2}))?$/;
+
+/** schedule_type 1: a real date and time (UTC) in the future; returns the instant. */
+function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: string | null; time: string | null; due: Date } {
+  if (input.schedule_type !== 1) return { date: null, time: null, due: new Date() };
+  if (!input.schedule_date) errors.schedule_date = ['The schedule date field is required when schedule type is 1.'];
+  if (!input.schedule_time) errors.schedule_time = ['The schedule time field is required when schedule type is 1.'];
+  const d = DATE.exec(input.schedule_date ?? '');
+  const t = TIME.exec(input.schedule_time ?? '');
+  if (input.schedule_date && !d) errors.schedule_date = ['The schedule date does not match the format Y-m-d.'];
+  if (input.schedule_time && !t) errors.schedule_time = ['The schedule time does not match the format H:i:s.'];
+  if (!d || !t) return { date: null, time: null, due: new Date() };
+  const [y, mo, da] = d.slice(1).map(Number);
+  const [h, mi, s] = [Number(t[1]), Number(t[2]), Number(t[3] ?? 0)];
+  const due = new Date(Date.UTC(y, mo - 1, da, h, mi, s));
+  if (due.getUTCMonth() !== mo - 1 || due.getUTCDate() !== da || h > 23 || mi > 59 || s > 59) {
+    errors.schedule_date = ['The schedule date is not a valid date.'];
+  } else if (due.getTime() <= Date.now()) {
+    errors.schedule_date = ['The schedule date must be a date after now.'];
+  }
+  const time = `${t[1]}:${t[2]}:${t[3] ?? '00'}`;
+  return { date: input.schedule_date!, time, due };
+}
+
+/** Everything create and update check against the database, reported together. */
+async function resolveInput(ctx: Ctx, input: SingleSendInput) {
+  const errors: FieldErrors = {};
+  if (input.template_json && input.template_html) {
+    errors.template_html = ['The template html field is prohibited when template json is present.'];
+  }
+  const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
+  const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
+  const schedule = checkSchedule(input, errors);
+  const [template, sender, group] = await Promise.all([
+    ctx.db('templates').where({ id: input.template_id }).first('id'),
+    scoped(ctx, 'senders').where({ id: input.sender_id }).whereNull('deleted_at').first(),
+    scoped(ctx, 'unsubscribe_groups').where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id'),
+  ]);
+  await checkRefsExist(ctx, recipients, input.recipient_id, 'recipient_id', errors);
+  await checkRefsExist(ctx, excluded, input.exclude_specific_recipient_id ?? [], 'exclude_specific_recipient_id', errors);
+  if (!template) errors.template_id = ['The selected template id is invalid.'];
+  if (!sender) errors.sender_id = ['The selected sender id is invalid.'];
+  else if (!sender.is_verified) errors.sender_id = ['The selected sender id is not verified.'];
+  if (!group) errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
+  if (Object.keys(errors).length) throw invalid(errors);
+  return {
+    template_id: input.template_id,
+    sender_id: input.sender_id,
+    unsubscribe_group_id: input.unsubscribe_group_id,
+    recipient_id: JSON.stringify(recipients),
+    exclude_specific_recipient_id: JSON.stringify(excluded),
+    single_send_name: input.single_send_name,
+    subject: input.subject,
+    preheader: input.preheader,
+    from_sender: sender.from_email as string,
+    reply_to: sender.reply_to_email as string,
+    sender_name: sender.from_name as string,
+    sender_address: await senderAddress(ctx.db, sender),
+    schedule_type: input.schedule_type,
+    schedule_date: schedule.date,
+    schedule_time: schedule.time,
+    due_at: schedule.due,
+    template_json: input.template_json ?? null,
+    template_html: input.template_html ?? null,
+  };
+}
+
+/** Create → status 1 (ready): the worker starts it at its time. */
+export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
+  const columns = await resolveInput(ctx, input);
+  const utr = randomUUID();
+  await ctx.db('single_sends').insert({ user_id: ctx.userId, utr, status: 1, ...columns });
+  return utr;
+}
+
+/** Update → status 1 again (a draft copy becomes ready); refused once sending has started. */
+export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendInput): Promise<string> {
+  await findByUtr(ctx, utr);
+  const columns = await resolveInput(ctx, input);
+  await ctx.db.transaction(async (trx) => {
+    const row = await findByUtr(ctx, utr, trx, true);
+    if (row.status >= 2) throw refused(NOT_UPDATABLE);
+    await trx('single_sends').where({ id: row.id }).update({ ...columns, status: 1, updated_at: trx.fn.now() });
+  });
+  return utr.toLowerCase();
+}
+
+/** A draft copy (status 0: nothing sends it until it is updated) with zeroed statistics. */
+export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string> {
+  const row = await findByUtr(ctx, utr);
+  const copy = randomUUID();
+  await ctx.db('single_sends').insert({
+    user_id: ctx.userId,
+    utr: copy,
+    status: 0,
+    template_id: row.template_id,
+    sender_id: row.sender_id,
+    unsubscribe_group_id: row.unsubscribe_group_id,
+    recipient_id: JSON.stringify(row.recipient_id),
+    exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
+    single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
+    subject: row.subject,
+    preheader: row.preheader,
+    from_sender: row.from_sender,
+    reply_to: row.reply_to,
+    sender_name: row.sender_name,
+    sender_address: row.sender_address,
+    schedule_type: row.schedule_type,
+    schedule_date: row.schedule_date,
+    schedule_time: row.schedule_time,
+    due_at: null,
+    template_json: row.template_json,
+    template_html: row.template_html,
+  });
+  return copy;
+}
+
+/**
+ * Soft-deletes sends (ids or utrs; all or nothing) and cancels their messages not yet sent;
+ * messages already with the SMTP server finish, and their links keep working.
+ */
+export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void> {
+  const ids = keys.filter((k) => /^\d{1,10}$/.test(k)).map(Number);
+  const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
+  if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
+  await ctx.db.transaction(async (trx) => {
+    const found = (await live(ctx, trx)
+      .where((q) => q.whereIn('s.id', ids).orWhereIn('s.utr', utrs))
+      .forUpdate()
+      .select('s.id', 's.utr')) as Array<{ id: number; utr: string }>;
+    const matched = new Set(keys.filter((k) => found.some((f) => String(f.id) === k || f.utr === k.toLowerCase())));
+    if (matched.size !== new Set(keys).size) throw notFound2();
+    const sendIds = found.map((f) => f.id);
+    await trx('single_sends').whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await trx('deliveries').whereIn('single_send_id', sendIds).where('status', 'queued').update({ status: 'cancelled' });
+  });
+}

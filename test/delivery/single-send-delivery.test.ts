@@ -1,0 +1,266 @@
+import request from 'supertest';
+import type { ParsedMail } from 'mailparser';
+import { smtpMailer } from '../../src/delivery/mailer';
+import { Worker } from '../../src/delivery/worker';
+import { createLogger } from '../../src/logger';
+import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { expectSuccess } from '../helpers/expect';
+import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3' }, 'delivery');
+let sink: SmtpSink;
+let worker: Worker;
+let a: TestAccount;
+let sender: number;
+let group: number;
+let otherGroup: number;
+let list: number;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  worker = new Worker({ config, db, logger: createLogger('silent'), mailer: smtpMailer(sink.url, { poolSize: 2 }) });
+  a = await makeAccount(db);
+  sender = await makeSender(db, a);
+  group = await makeGroup(db, a, 'Newsletter');
+  otherGroup = await makeGroup(db, a, 'Offers');
+  list = await makeContactType(db, a);
+  const [field] = await db('fields')
+    .insert({ user_id: a.id, field_name: 'plan', field_type: 'text', is_reserved: 0, created_at: db.fn.now(), updated_at: db.fn.now() })
+    .returning('id');
+  await makeContacts(db, a, list, [
+    { email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace', custom_fields: JSON.stringify({ [field.id]: 'gold <vip>' }) },
+    { email: 'grace@example.com', first_name: 'Grace', last_name: 'Hopper' },
+    { email: 'global@example.com', first_name: 'Gone' },
+    { email: 'grouped@example.com', first_name: 'Grouped' },
+    { email: 'excluded@example.com', first_name: 'Excluded' },
+  ]);
+  await db('global_unsubscribers').insert({ user_id: a.id, email_address: 'GLOBAL@example.com' });
+  await db('unsubscribe_group_recipients').insert({ user_id: a.id, unsubscribe_groups_id: group, email_address: 'grouped@example.com' });
+});
+
+afterAll(async () => {
+  await sink.close();
+});
+
+async function createSend(fields: Record<string, unknown> = {}, exclude?: number): Promise<string> {
+  const excludeList = exclude ?? (await makeContactType(db, a, 'Exclusions'));
+  if (exclude === undefined) await makeContacts(db, a, excludeList, [{ email: 'EXCLUDED@example.com' }]);
+  const res = await api(app, a).form('/single/send/create', {
+    template_id: 1,
+    template_html:
+      '<html><body><h1>Hello ((first_name))!</h1><p>Your plan: ((plan)). ((unknown_thing))</p><p>From ((sender_name)), ((sender_address))</p></body></html>',
+    sender_id: sender,
+    unsubscribe_group_id: group,
+    single_send_name: 'November news',
+    subject: 'News for ((first_name))',
+    preheader: 'Hi ((first_name)), this month…',
+    recipient_id: [`contacts_${list}`],
+    exclude_specific_recipient_id: [`contacts_${excludeList}`],
+    schedule_type: 0,
+    ...fields,
+  });
+  expectSuccess(res);
+  return res.body.message.utr;
+}
+
+async function details(utr: string) {
+  const res = await api(app, a).get(`/single-send/details?utr=${utr}`);
+  expectSuccess(res);
+  return res.body.message.singleSend[0];
+}
+
+/** A header exactly as received (mailparser folds List-* headers into objects). */
+function header(mail: ParsedMail, name: string): string {
+  const line = mail.headerLines.find((h) => h.key === name.toLowerCase())?.line ?? '';
+  return line.slice(line.indexOf(':') + 1).trim();
+}
+
+describe('a single send, delivered through a real SMTP server', () => {
+  let utr: string;
+  let mails: Map<string, ParsedMail[]>;
+
+  beforeAll(async () => {
+    utr = await createSend();
+    await worker.drain();
+    mails = await sink.byRecipient();
+  });
+
+  it('reaches exactly the audience: minus exclusions, global unsubscribers and the group’s recipients', () => {
+    expect([...mails.keys()].sort()).toEqual(['ada@example.com', 'grace@example.com']);
+    for (const list of mails.values()) expect(list).toHaveLength(1);
+  });
+
+  it('personalises subject, HTML (escaped) and text, with the sender, footer, preheader and pixel', () => {
+    const [mail] = mails.get('ada@example.com')!;
+    expect(mail.subject).toBe('News for Ada');
+    expect(mail.from!.value[0]).toEqual({ name: 'Acme News', address: 'news@acme.test' });
+    expect(mail.replyTo!.text).toBe('reply@acme.test');
+    expect(mail.html).toContain('<h1>Hello Ada!</h1>');
+    expect(mail.html).toContain('Your plan: gold &#60;vip&#62;.');
+    expect(mail.html).not.toContain('((');
+    expect(mail.html).toContain('Hi Ada, this month');
+    expect(mail.html).toContain('1 High Street');
+    expect(mail.html).toMatch(/<img src="http:\/\/herald\.test\/t\/open\/[a-f0-9]{32}\.gif"/);
+    expect(mail.html).toMatch(/href="http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}"/);
+    expect(mail.text).toContain('Hello Ada!');
+    expect(mail.text).toContain('Your plan: gold <vip>.');
+    expect(mail.text).toMatch(/http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}/);
+  });
+
+  it('carries Message-ID and RFC 8058 List-Unsubscribe headers', () => {
+    const [mail] = mails.get('grace@example.com')!;
+    expect(header(mail, 'message-id')).toMatch(/^<[a-f0-9]{32}@acme\.test>$/);
+    expect(header(mail, 'list-unsubscribe')).toMatch(/http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}/);
+    expect(header(mail, 'list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
+  });
+
+  it('completes with statistics', async () => {
+    const s = await details(utr);
+    expect(s).toMatchObject({ status: 3, triggered: 2, delivered: 2, bounces: 0, unique_opens: 0, unsubscribes: 0 });
+    expect(s.sent_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+  });
+
+  it('counts opens: total per load, unique once per recipient; unknown tokens still get the GIF', async () => {
+    const [mail] = mails.get('ada@example.com')!;
+    const pixel = /\/t\/open\/([a-f0-9]{32})\.gif/.exec(mail.html as string)![0];
+    for (let i = 0; i < 3; i++) {
+      const res = await request(app).get(pixel);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('image/gif');
+    }
+    const unknown = await request(app).get('/t/open/ffffffffffffffffffffffffffffffff.gif');
+    expect(unknown.status).toBe(200);
+    expect((await request(app).get('/t/open/garbage')).status).toBe(200);
+    const s = await details(utr);
+    expect(s).toMatchObject({ total_opens: 3, unique_opens: 1 });
+    expect(Object.keys(s.unique_open_token)).toEqual(['ada@example.com']);
+  });
+
+  it('honours one-click unsubscribe: the address joins the group, the count rises, the next send skips it', async () => {
+    const [mail] = mails.get('grace@example.com')!;
+    const link = /\/unsubscribe\/[a-f0-9]{32}/.exec(header(mail, 'list-unsubscribe'))![0];
+    const res = await request(app).post(link).type('form').send('List-Unsubscribe=One-Click');
+    expect(res.status).toBe(200);
+    const again = await request(app).post(link).type('form').send('List-Unsubscribe=One-Click');
+    expect(again.status).toBe(200);
+    expect((await details(utr)).unsubscribes).toBe(1);
+    const rows = await db('unsubscribe_group_recipients').where({ unsubscribe_groups_id: group }).pluck('email_address');
+    expect(rows).toContain('grace@example.com');
+    sink.received.length = 0;
+    const next = await createSend();
+    await worker.drain();
+    expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['ada@example.com']);
+    expect((await details(next)).triggered).toBe(1);
+  });
+
+  it('sends to another group’s unsubscribers (groups are separate)', async () => {
+    sink.received.length = 0;
+    await createSend({ unsubscribe_group_id: otherGroup });
+    await worker.drain();
+    expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['ada@example.com', 'grace@example.com', 'grouped@example.com']);
+  });
+});
+
+describe('scheduling and states', () => {
+  it('a scheduled send waits for its time, then goes out', async () => {
+    sink.received.length = 0;
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const utr = await createSend({
+      schedule_type: 1,
+      schedule_date: tomorrow.toISOString().slice(0, 10),
+      schedule_time: '09:30',
+    });
+    await worker.drain();
+    expect(sink.received).toHaveLength(0);
+    const s = await details(utr);
+    expect(s).toMatchObject({ status: 1, schedule_type: 1, schedule_time: '09:30:00', schedule_date: tomorrow.toISOString().slice(0, 10) });
+    await db('single_sends').where({ utr }).update({ due_at: db.raw("now() - interval '1 second'") });
+    await worker.drain();
+    expect(sink.received.length).toBeGreaterThan(0);
+    expect((await details(utr)).status).toBe(3);
+  });
+
+  it('a duplicate is a draft (status 0) that nothing sends until it is updated', async () => {
+    const utr = await createSend({ schedule_type: 1, schedule_date: '2099-01-01', schedule_time: '00:00:00' });
+    expectSuccess(await api(app, a).get(`/single/send/duplicate?utr=${utr}`), 'Duplicated Successfully');
+    const copy = (await api(app, a).get('/single-send/list')).body.message.singleSends[0];
+    expect(copy).toMatchObject({ status: 0, single_send_name: 'November news (copy)', triggered: 0, delivered: 0 });
+    sink.received.length = 0;
+    await db('single_sends').where({ utr: copy.utr }).update({ due_at: db.raw("now() - interval '1 second'") });
+    await worker.drain();
+    expect(sink.received).toHaveLength(0);
+    expect((await details(copy.utr)).status).toBe(0);
+  });
+
+  it('update is refused once sending has started, and delete stops the messages not yet sent', async () => {
+    const utr = await createSend();
+    await worker.tick(); // starts it and writes the audience, sends the first batch
+    await db('single_sends').where({ utr }).update({ status: 2 });
+    const res = await api(app, a).form('/single/send/update', {
+      utr,
+      template_id: 1,
+      sender_id: sender,
+      unsubscribe_group_id: group,
+      single_send_name: 'x',
+      subject: 'x',
+      preheader: 'x',
+      recipient_id: [`contacts_${list}`],
+      schedule_type: 0,
+    });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ status: 'failed', errors: 'Single send can not be updated once sending has started' });
+    // Put messages back in the queue, then delete: they are cancelled, never sent.
+    const send = await db('single_sends').where({ utr }).first('id');
+    await db('deliveries').where({ single_send_id: send.id }).update({ status: 'queued' });
+    expectSuccess(await api(app, a).delete(`/single/send/delete?utr=${utr}`), 'Deleted Successfully');
+    const statuses = await db('deliveries').where({ single_send_id: send.id }).distinct().pluck('status');
+    expect(statuses).toEqual(['cancelled']);
+    sink.received.length = 0;
+    await worker.drain();
+    expect(sink.received).toHaveLength(0);
+  });
+});
+
+describe('SMTP failures', () => {
+  it('retries a 4xx answer and delivers later; counts a 5xx as a bounce and never retries it', async () => {
+    const bounceList = await makeContactType(db, a, 'Failures');
+    await makeContacts(db, a, bounceList, [{ email: 'later@example.com' }, { email: 'nobody@example.com' }, { email: 'fine@example.com' }]);
+    let tempFailures = 0;
+    let permanent = 0;
+    sink.rcpt = (address) => {
+      if (address === 'later@example.com' && tempFailures < 1) {
+        tempFailures += 1;
+        return { code: 451, message: 'Try again later' };
+      }
+      if (address === 'nobody@example.com') {
+        permanent += 1;
+        return { code: 550, message: 'No such user' };
+      }
+      return 'accept';
+    };
+    sink.received.length = 0;
+    const utr = await createSend({ recipient_id: [`contacts_${bounceList}`] });
+    await worker.drain();
+    sink.rcpt = () => 'accept';
+    expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['fine@example.com', 'later@example.com']);
+    expect(tempFailures).toBe(1);
+    expect(permanent).toBe(1);
+    expect(await details(utr)).toMatchObject({ status: 3, triggered: 3, delivered: 2, bounces: 1 });
+    const bounced = await db('deliveries').where({ email: 'nobody@example.com' }).first();
+    expect(bounced).toMatchObject({ status: 'bounced', attempts: 1 });
+    expect(bounced.last_error).toMatch(/No such user/);
+  });
+
+  it('gives up after MAX_ATTEMPTS temporary failures and counts a bounce', async () => {
+    const stuckList = await makeContactType(db, a, 'Stuck');
+    await makeContacts(db, a, stuckList, [{ email: 'stuck@example.com' }]);
+    sink.rcpt = (address) => (address === 'stuck@example.com' ? { code: 421, message: 'Busy' } : 'accept');
+    const utr = await createSend({ recipient_id: [`contacts_${stuckList}`] });
+    await worker.drain();
+    sink.rcpt = () => 'accept';
+    const row = await db('deliveries').where({ email: 'stuck@example.com' }).first();
+    expect(row).toMatchObject({ status: 'failed', attempts: 3 });
+    expect(await details(utr)).toMatchObject({ status: 3, delivered: 0, bounces: 1 });
+  });
+});

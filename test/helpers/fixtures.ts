@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { TestAccount } from './app';
+
+/** Direct inserts for the records a test needs around the thing it tests. */
+export async function makeContactType(db: Knex, account: TestAccount, name = 'List'): Promise<number> {
+  const [row] = await db('contact_types').insert({ user_id: account.id, name: `${name} ${randomBytes(3).toString('hex')}` }).returning('id');
+  return row.id;
+}
+
+export async function makeContacts(
+  db: Knex,
+  account: TestAccount,
+  typeId: number,
+  rows: Array<Record<string, unknown> & { email: string }>,
+): Promise<number[]> {
+  const inserted = await db('contacts')
+    .insert(rows.map((r) => ({ user_id: account.id, contact_type_id: typeId, ...r })))
+    .returning('id');
+  await db('contact_types').where({ id: typeId }).increment('contacts_version', 1);
+  return inserted.map((r: { id: number }) => r.id);
+}
+
+export async function makeSender(db: Knex, account: TestAccount, verified = true): Promise<number> {
+  const gb = await db('countries').where({ iso_code: 'GB' }).first('id');
+  const [row] = await db('senders')
+    .insert({
+      user_id: account.id,
+      from_name: 'Acme News',
+      from_email: 'news@acme.test',
+      reply_to_email: 'reply@acme.test',
+      country_id: gb.id,
+      company_address: '1 High Street',
+      nickname: 'acme',
+      is_verified: verified ? 1 : 0,
+      utr: randomBytes(8).toString('hex'),
+    })
+    .returning('id');
+  return row.id;
+}
+
+export async function makeGroup(db: Knex, account: TestAccount, name = 'Newsletter', isDisplay = 1): Promise<number> {
+  const [row] = await db('unsubscribe_groups')
+    .insert({
+      user_id: account.id,
+      rand_id: String(Math.floor(Math.random() * 1e10)).padStart(10, '0'),
+      group_name: name,
+      description: `About ${name}`,
+      is_display: isDisplay,
+    })
+    .returning('id');
+  return row.id;
+}

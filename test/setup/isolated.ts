@@ -1,0 +1,18 @@
+/**
+ * Test files that run the delivery worker get a database of their own: the worker claims
+ * every due message in its database, so sharing one with files that create sends would let
+ * one file's worker send another's mail. globalSetup clones the migrated, seeded test
+ * database once per name (CREATE DATABASE … TEMPLATE, while nothing else is connected).
+ */
+export const ISOLATED_DATABASES = ['delivery', 'unsubscribe', 'automation', 'faults', 'workers', 'shutdown', 'fuzz', 'bench'] as const;
+export type IsolatedName = (typeof ISOLATED_DATABASES)[number];
+
+export function isolatedUrl(baseUrl: string, name: IsolatedName): string {
+  const url = new URL(baseUrl);
+  url.pathname = `/${url.pathname.slice(1)}_${name}`;
+  return url.toString();
+}
+
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
