@@ -21,8 +21,12 @@ export async function up(knex: Knex): Promise<void> {
     // 0 draft, 1 live, 2 paused.
     t.integer('status').notNullable().defaultTo(0);
     t.timestamp('live_at', { useTz: true, precision: 6 }).nullable();
-    // When it first went live: welcome automations take contacts created after this.
+    // When it first went live (a welcome automation's existing members were set aside then).
     t.timestamp('first_live_at', { useTz: true, precision: 6 }).nullable();
+    // The target's version at the last entry scan (contacts_version[:segment revision]); a
+    // scan runs again only when it changed.
+    t.string('entry_key', 64).nullable();
+    t.timestamp('entry_scanned_at', { useTz: true, precision: 6 }).nullable();
     for (const c of ['total_triggered', 'total_delivered', 'total_unique_opens', 'total_opens', 'total_bounces', 'total_unsubscribe']) {
       t.integer(c).notNullable().defaultTo(0);
     }
@@ -61,7 +65,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('next_schedule_id').nullable();
     t.timestamp('next_due_at', { useTz: true, precision: 6 }).nullable();
     t.timestamp('last_sent_at', { useTz: true, precision: 6 }).nullable();
-    // active | finished | exited
+    // active | finished | exited | skipped (a welcome automation's members at go-live: they never enter)
     t.string('state', 10).notNullable().defaultTo('active');
     t.string('exit_reason', 40).nullable();
     t.timestamp('entered_at', { useTz: true, precision: 6 }).notNullable().defaultTo(knex.fn.now());
@@ -70,6 +74,8 @@ export async function up(knex: Knex): Promise<void> {
   // A contact enters an automation once.
   await knex.raw('CREATE UNIQUE INDEX automation_contacts_unique ON automation_contacts (automation_id, contact_id)');
   await knex.raw(`CREATE INDEX automation_contacts_due_index ON automation_contacts (next_due_at) WHERE state = 'active'`);
+  await knex.raw(`ALTER TABLE automation_contacts ADD CONSTRAINT automation_contacts_state_check
+    CHECK (state IN ('active', 'finished', 'exited', 'skipped'))`);
 
   // One message per automation email and address: a step is never sent twice to a contact.
   await knex.raw(

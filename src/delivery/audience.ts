@@ -32,7 +32,7 @@ export interface FanoutCursor {
 export const CHUNK = 5000;
 
 /** The placeholder values a message needs, captured with the row (alias `c`, country `co`). */
-const CONTACT_DATA = `jsonb_build_object(
+export const CONTACT_DATA = `jsonb_build_object(
   'first_name', c.first_name, 'last_name', c.last_name, 'alt_email', c.alt_email,
   'country', coalesce(co.name, ''), 'state', c.state, 'city', c.city,
   'address_line1', c.address_line1, 'address_line2', c.address_line2,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
+import { senderAddress } from '../resources/senders/senders.service';
 import { compileDesign, type CompiledDesign } from './render';
 import type { ClaimedRow } from './queue';
 
@@ -50,28 +51,59 @@ async function singleSendDesign(db: Knex, config: Config, id: number): Promise<L
   };
 }
 
-export type DesignLoader = (db: Knex, config: Config, row: ClaimedRow) => Promise<LoadedDesign | undefined>;
+/** An automation email: its own subject and design, its sender as it is now. */
+async function automationDesign(db: Knex, config: Config, scheduleId: number): Promise<LoadedDesign | undefined> {
+  const s = await db('automation_schedules as s')
+    .join('templates as t', 't.id', 's.template_id')
+    .join('senders as snd', 'snd.id', 's.sender_id')
+    .where('s.id', scheduleId)
+    .first('s.user_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
+      'snd.company_address', 'snd.company_address2', 'snd.zip_code', 'snd.country_id', 'snd.state_id', 'snd.city_id');
+  if (!s) return undefined;
+  const fromEmail = s.from_email as string;
+  return {
+    fromEmail,
+    domain: fromEmail.split('@')[1] ?? 'localhost',
+    compiled: compileDesign({
+      subject: s.subject,
+      preheader: '',
+      html: (s.template_html as string | null) ?? (s.html_code as string),
+      fromName: s.from_name,
+      fromEmail,
+      replyTo: s.reply_to_email,
+      senderAddress: await senderAddress(db, s),
+      publicUrl: config.publicUrl,
+      customFields: await customFieldNames(db, s.user_id),
+    }),
+  };
+}
 
-/** Loaders for rows that are not single-send rows (automation emails register here). */
-export const extraLoaders: DesignLoader[] = [];
-
+/**
+ * Compiled designs by source. Single sends cannot change once running; automation emails
+ * pick up sender edits within a minute.
+ */
 export class DesignCache {
-  private readonly entries = new Map<DesignKey, LoadedDesign | undefined>();
+  private readonly entries = new Map<DesignKey, { design: LoadedDesign | undefined; at: number }>();
 
   constructor(
     private readonly db: Knex,
     private readonly config: Config,
     private readonly max = 200,
+    private readonly ttlMs = 60_000,
   ) {}
 
   async get(row: ClaimedRow): Promise<LoadedDesign | undefined> {
     const key = designKey(row);
-    if (this.entries.has(key)) return this.entries.get(key);
-    let design: LoadedDesign | undefined;
-    if (row.single_send_id) design = await singleSendDesign(this.db, this.config, row.single_send_id);
-    else for (const load of extraLoaders) design ??= await load(this.db, this.config, row);
+    const hit = this.entries.get(key);
+    if (hit && Date.now() - hit.at < this.ttlMs) return hit.design;
+    const design = row.single_send_id
+      ? await singleSendDesign(this.db, this.config, row.single_send_id)
+      : row.automation_schedule_id
+        ? await automationDesign(this.db, this.config, row.automation_schedule_id)
+        : undefined;
+    this.entries.delete(key);
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as DesignKey);
-    this.entries.set(key, design);
+    this.entries.set(key, { design, at: Date.now() });
     return design;
   }
 }

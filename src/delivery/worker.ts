@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
 import { MailError, type Mailer } from './mailer';
 import { claimBatch, recordOutcomes, releaseExpiredLeases, type ClaimedRow, type Outcome } from './queue';
@@ -13,10 +14,6 @@ export interface WorkerDeps {
   logger: Logger;
   mailer: Mailer;
 }
-
-/** Jobs the worker runs every round besides single sends (automation steps register here). */
-export type WorkerJob = (deps: WorkerDeps) => Promise<number>;
-export const extraJobs: WorkerJob[] = [];
 
 /** How long a claimed row stays ours: longer than any one SMTP conversation can take. */
 export function leaseMs(config: Config): number {
@@ -88,7 +85,7 @@ export class Worker {
   async tick(): Promise<number> {
     let done = 0;
     done += await startDueSends(this.deps);
-    for (const job of extraJobs) done += await job(this.deps);
+    done += await runAutomations(this.deps);
     done += await fanOutSome(this.deps.db, this.deps.logger);
     done += await this.sendBatch();
     done += await completeSends(this.deps);

@@ -1,5 +1,6 @@
 import type { Express } from 'express';
 import type { Deps } from '../context';
+import { mountDesignView } from './design-view';
 import { mountSenderVerify } from './sender-verify';
 import { mountTracking } from './tracking';
 import { mountUnsubscribe } from './unsubscribe';
@@ -10,7 +11,7 @@ import { mountUnsubscribe } from './unsubscribe';
  */
 export type PublicMount = (app: Express, deps: Deps) => void;
 
-export const publicMounts: PublicMount[] = [mountTracking, mountUnsubscribe, mountSenderVerify];
+export const publicMounts: PublicMount[] = [mountTracking, mountUnsubscribe, mountSenderVerify, mountDesignView];
 
 export function mountPublic(app: Express, deps: Deps): void {
   for (const mount of publicMounts) mount(app, deps);

@@ -101,7 +101,7 @@ export async function savePreferences(db: Knex, m: MessageContext, keep: Set<num
     const { groups } = await groupsFor(trx, m);
     let unsubscribed = false;
     for (const g of groups) {
-      if (keep.has(g.id) && !all) {
+      if (keep.has(g.id)) {
         await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
       } else if (!keep.has(g.id)) {
         unsubscribed = (await addToGroup(trx, m, g.id)) || unsubscribed;

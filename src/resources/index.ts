@@ -1,4 +1,5 @@
 import type { RouteDef } from '../http/routes';
+import { automationRoutes } from './automations/automations.router';
 import { contactTypeRoutes } from './contact-types/contact-types.router';
 import { contactRoutes } from './contacts/contacts.router';
 import { fieldRoutes } from './fields/fields.router';
@@ -21,6 +22,7 @@ export const apiRoutes: RouteDef[] = [
   ...fieldRoutes,
   ...templateRoutes,
   ...singleSendRoutes,
+  ...automationRoutes,
   ...notificationRoutes,
   ...geographyRoutes,
   ...senderRoutes,

@@ -1,0 +1,250 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
+import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import { CONTACT_DATA } from './audience';
+
+/**
+ * Automations run in the delivery worker, in two set-based steps per round:
+ *  1. entry: live automations whose target changed since their last scan take in its
+ *     members (custom: everyone; welcome: only contacts that joined after go-live) as
+ *     progress rows, one `INSERT … SELECT … ON CONFLICT DO NOTHING` per automation;
+ *  2. due steps: progress rows whose next email is due (live automations only, so a paused
+ *     one holds them) are claimed with SKIP LOCKED; each becomes a recipient row in
+ *     `deliveries` (unique per email and address: never twice) and moves to the next email.
+ * Sending, tracking and unsubscribing are the single sends' pipeline.
+ */
+export interface EngineDeps {
+  config: Config;
+  db: Knex;
+  logger: Logger;
+}
+
+const SCAN_INTERVAL_MS = 2000;
+const DUE_BATCH = 500;
+
+interface ScheduleStep {
+  id: number;
+  waiting_period: number;
+  waiting_type: 'instantly' | 'days' | 'hours';
+}
+
+/** The wait before an email, in seconds (`instantly` = none). */
+export function waitSeconds(s: ScheduleStep): number {
+  if (s.waiting_type === 'instantly') return 0;
+  return s.waiting_period * (s.waiting_type === 'days' ? 86_400 : 3600);
+}
+
+interface AutomationTarget {
+  id: number;
+  user_id: number;
+  automation_for: number;
+  automation_for_table: 'contacts_' | 'segments_';
+  automation_type: number;
+  exit_criteria: number;
+  first_live_at: string;
+  entry_key: string | null;
+  entry_scanned_at: string | null;
+}
+
+/** The target's members (alias `c`) and the version key they were read at. */
+async function membersOf(db: Knex, a: AutomationTarget): Promise<{ members: Knex.QueryBuilder; key: string } | undefined> {
+  if (a.automation_for_table === 'contacts_') {
+    const type = await db('contact_types').where({ id: a.automation_for, user_id: a.user_id }).whereNull('deleted_at').first('contacts_version');
+    if (!type) return undefined;
+    const members = db('contacts as c').where({ 'c.user_id': a.user_id, 'c.contact_type_id': a.automation_for }).whereNull('c.deleted_at');
+    return { members, key: `c${type.contacts_version}` };
+  }
+  const seg = (await db('segments').where({ id: a.automation_for, user_id: a.user_id }).whereNull('deleted_at').first()) as SegmentRow | undefined;
+  if (!seg) return undefined;
+  const rules = storedRules(seg, await loadRuleFields({ userId: a.user_id, db }));
+  const type = await db('contact_types').where({ id: seg.contact_type_id }).first('contacts_version');
+  if (!rules || !type) return undefined;
+  return { members: matchingContacts(db, seg, rules), key: `s${type.contacts_version}:${seg.revision}` };
+}
+
+async function firstStep(db: Knex, automationId: number): Promise<ScheduleStep | undefined> {
+  return (await db('automation_schedules').where({ automation_id: automationId }).whereNull('deleted_at').orderBy('id').first(
+    'id',
+    'waiting_period',
+    'waiting_type',
+  )) as ScheduleStep | undefined;
+}
+
+/** Entry scan of one automation (in the caller's transaction, which holds its row). */
+async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<number> {
+  const target = await membersOf(trx, a);
+  if (!target || target.key === a.entry_key) return 0;
+  const first = await firstStep(trx, a.id);
+  const firstScan = a.entry_scanned_at === null;
+  // A welcome automation's members at go-live never enter; later joiners do.
+  const state =
+    a.automation_type === 1 && firstScan
+      ? trx.raw(`CASE WHEN c.created_at <= ? THEN 'skipped' ELSE 'active' END AS state`, [a.first_live_at])
+      : trx.raw(`'active' AS state`);
+  const result = await trx.raw(
+    `INSERT INTO automation_contacts (user_id, automation_id, contact_id, email, state, next_schedule_id, next_due_at)
+     SELECT ?, ?, m.id, m.email, m.state,
+            CASE WHEN m.state = 'active' THEN ?::integer END,
+            CASE WHEN m.state = 'active' THEN now() + (? * interval '1 second') END
+     FROM (?) m
+     ON CONFLICT (automation_id, contact_id) DO NOTHING`,
+    [a.user_id, a.id, first?.id ?? null, first ? waitSeconds(first) : 0, target.members.clone().select('c.id', 'c.email', state)],
+  );
+  if (a.exit_criteria === 1) {
+    await trx.raw(
+      `UPDATE automation_contacts ac SET state = 'exited', exit_reason = 'removed from target', next_schedule_id = NULL, next_due_at = NULL, updated_at = now()
+       WHERE ac.automation_id = ? AND ac.state = 'active' AND NOT EXISTS (?)`,
+      [a.id, target.members.clone().select(trx.raw('1')).whereRaw('c.id = ac.contact_id')],
+    );
+  }
+  await trx('automations').where({ id: a.id }).update({ entry_key: target.key, entry_scanned_at: trx.fn.now() });
+  return result.rowCount ?? 0;
+}
+
+/** Entry scans for live automations whose target changed (each claimed with SKIP LOCKED). */
+export async function scanEntries(deps: EngineDeps): Promise<number> {
+  const ids = (await deps.db('automations')
+    .where({ status: 1 })
+    .whereNull('deleted_at')
+    .where((q) => q.whereNull('entry_scanned_at').orWhere('entry_scanned_at', '<', deps.db.raw(`now() - (? * interval '1 millisecond')`, [SCAN_INTERVAL_MS])).orWhereNull('entry_key'))
+    .orderBy('id')
+    .limit(20)
+    .pluck('id')) as number[];
+  let entered = 0;
+  for (const id of ids) {
+    entered += await deps.db.transaction(async (trx) => {
+      const a = (await trx('automations').where({ id, status: 1 }).whereNull('deleted_at').forUpdate().skipLocked().first()) as
+        | AutomationTarget
+        | undefined;
+      return a ? scanOne(trx, a) : 0;
+    });
+  }
+  if (entered) deps.logger.info({ entered }, 'contacts entered automations');
+  return entered;
+}
+
+interface DueRow {
+  id: number;
+  automation_id: number;
+  contact_id: number;
+  email: string;
+  next_schedule_id: number;
+  user_id: number;
+  unsubscribe_group_id: number | null;
+}
+
+/** Live schedules per automation, in order. */
+async function stepsOf(trx: Knex, automationIds: number[]): Promise<Map<number, ScheduleStep[]>> {
+  const rows = (await trx('automation_schedules')
+    .whereIn('automation_id', automationIds)
+    .whereNull('deleted_at')
+    .orderBy('id')
+    .select('id', 'automation_id', 'waiting_period', 'waiting_type')) as Array<ScheduleStep & { automation_id: number }>;
+  const map = new Map<number, ScheduleStep[]>();
+  for (const r of rows) map.set(r.automation_id, [...(map.get(r.automation_id) ?? []), r]);
+  return map;
+}
+
+/** Addresses that must not get the automation's mail: deleted contacts, unsubscribed ones. */
+async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, string>> {
+  const reasons = new Map<number, string>();
+  const contacts = new Set(
+    (await trx('contacts').whereIn('id', rows.map((r) => r.contact_id)).whereNull('deleted_at').pluck('id')) as number[],
+  );
+  const emails = JSON.stringify(rows.map((r) => r.email.toLowerCase()));
+  const inEmails = 'lower(email_address) IN (SELECT jsonb_array_elements_text(?::jsonb))';
+  const global = new Set(
+    ((await trx('global_unsubscribers')
+      .whereIn('user_id', [...new Set(rows.map((r) => r.user_id))])
+      .whereRaw(inEmails, [emails])
+      .select('user_id', trx.raw('lower(email_address) AS email'))) as Array<{ user_id: number; email: string }>).map((g) => `${g.user_id}:${g.email}`),
+  );
+  const grouped = new Set(
+    ((await trx('unsubscribe_group_recipients')
+      .whereIn('unsubscribe_groups_id', [...new Set(rows.map((r) => r.unsubscribe_group_id ?? 0))])
+      .whereRaw(inEmails, [emails])
+      .select('unsubscribe_groups_id', trx.raw('lower(email_address) AS email'))) as Array<{ unsubscribe_groups_id: number; email: string }>).map(
+      (g) => `${g.unsubscribe_groups_id}:${g.email}`,
+    ),
+  );
+  for (const r of rows) {
+    const email = r.email.toLowerCase();
+    if (!contacts.has(r.contact_id)) reasons.set(r.id, 'contact deleted');
+    else if (global.has(`${r.user_id}:${email}`) || grouped.has(`${r.unsubscribe_group_id}:${email}`)) reasons.set(r.id, 'unsubscribed');
+  }
+  return reasons;
+}
+
+interface Progress {
+  id: number;
+  state: 'active' | 'finished' | 'exited';
+  exit_reason: string | null;
+  next_schedule_id: number | null;
+  wait_seconds: number | null;
+  sent: boolean;
+}
+
+/** Queues every due email of a batch and moves each contact on. Returns the rows handled. */
+export async function processDueSteps(deps: EngineDeps): Promise<number> {
+  return deps.db.transaction(async (trx) => {
+    const rows = (
+      await trx.raw(
+        `SELECT ac.id, ac.automation_id, ac.contact_id, ac.email, ac.next_schedule_id, a.user_id, a.unsubscribe_group_id
+         FROM automation_contacts ac JOIN automations a ON a.id = ac.automation_id
+         WHERE ac.state = 'active' AND ac.next_due_at <= now() AND a.status = 1 AND a.deleted_at IS NULL
+         ORDER BY ac.next_due_at LIMIT ? FOR UPDATE OF ac SKIP LOCKED`,
+        [DUE_BATCH],
+      )
+    ).rows as DueRow[];
+    if (rows.length === 0) return 0;
+    const steps = await stepsOf(trx, [...new Set(rows.map((r) => r.automation_id))]);
+    const reasons = await blocked(trx, rows);
+    const queue: Array<{ user_id: number; automation_id: number; schedule_id: number; contact_id: number }> = [];
+    const progress: Progress[] = rows.map((r) => {
+      const reason = reasons.get(r.id);
+      if (reason) return { id: r.id, state: 'exited', exit_reason: reason, next_schedule_id: null, wait_seconds: null, sent: false };
+      const list = steps.get(r.automation_id) ?? [];
+      // The email due now; if it was removed meanwhile, the next one after it.
+      const at = list.findIndex((s) => s.id >= r.next_schedule_id);
+      if (at < 0) return { id: r.id, state: 'finished', exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: false };
+      queue.push({ user_id: r.user_id, automation_id: r.automation_id, schedule_id: list[at].id, contact_id: r.contact_id });
+      const next = list[at + 1];
+      return next
+        ? { id: r.id, state: 'active', exit_reason: null, next_schedule_id: next.id, wait_seconds: waitSeconds(next), sent: true }
+        : { id: r.id, state: 'finished', exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: true };
+    });
+    if (queue.length) {
+      const inserted = await trx.raw(
+        `INSERT INTO deliveries (user_id, automation_id, automation_schedule_id, contact_id, email, data, token)
+         SELECT v.user_id, v.automation_id, v.schedule_id, c.id, c.email, ${CONTACT_DATA}, replace(gen_random_uuid()::text, '-', '')
+         FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
+         JOIN contacts c ON c.id = v.contact_id
+         LEFT JOIN countries co ON co.id = c.country_id
+         ON CONFLICT (automation_schedule_id, lower(email)) WHERE automation_schedule_id IS NOT NULL DO NOTHING
+         RETURNING automation_id`,
+        [JSON.stringify(queue)],
+      );
+      const perAutomation = new Map<number, number>();
+      for (const r of inserted.rows as Array<{ automation_id: number }>) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
+      for (const [id, n] of perAutomation) await trx('automations').where({ id }).increment('total_triggered', n);
+    }
+    await trx.raw(
+      `UPDATE automation_contacts ac SET
+         state = v.state, exit_reason = v.exit_reason, next_schedule_id = v.next_schedule_id,
+         next_due_at = CASE WHEN v.next_schedule_id IS NULL THEN NULL ELSE now() + (v.wait_seconds * interval '1 second') END,
+         last_sent_at = CASE WHEN v.sent THEN now() ELSE ac.last_sent_at END,
+         updated_at = now()
+       FROM json_to_recordset(?::json) AS v(id bigint, state text, exit_reason text, next_schedule_id integer, wait_seconds integer, sent boolean)
+       WHERE ac.id = v.id`,
+      [JSON.stringify(progress)],
+    );
+    return rows.length;
+  });
+}
+
+/** One round of the automation engine. */
+export async function runAutomations(deps: EngineDeps): Promise<number> {
+  return (await scanEntries(deps)) + (await processDueSteps(deps));
+}

@@ -1,0 +1,40 @@
+import type { Express } from 'express';
+import type { Deps } from '../context';
+import { pageErrors, sendPage } from './page';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * GET /design/<automation email utr> (`design_url`): the email's HTML as designed, served
+ * with `Content-Security-Policy: sandbox` so its markup can never run script on our origin.
+ */
+export function mountDesignView(app: Express, deps: Deps): void {
+  app.get(
+    '/design/:utr',
+    pageErrors(async (req, res) => {
+      const utr = String(req.params.utr);
+      const row = UUID.test(utr)
+        ? await deps.db('automation_schedules as s')
+            .join('templates as t', 't.id', 's.template_id')
+            .join('automations as a', 'a.id', 's.automation_id')
+            .where('s.utr', utr.toLowerCase())
+            .whereNull('s.deleted_at')
+            .whereNull('a.deleted_at')
+            .first('s.template_html', 't.html_code')
+        : undefined;
+      if (!row) {
+        sendPage(res, 404, 'Design not found', '<h1>Design not found</h1><p>This design does not exist or was removed.</p>');
+        return;
+      }
+      res
+        .status(200)
+        .set({
+          'Content-Type': 'text/html; charset=utf-8',
+          'Content-Security-Policy': 'sandbox',
+          'X-Content-Type-Options': 'nosniff',
+          'Cache-Control': 'no-store',
+        })
+        .send(row.template_html ?? row.html_code);
+    }),
+  );
+}

@@ -1,0 +1,163 @@
+import { z } from 'zod';
+import { messages, ok } from '../../http/envelope';
+import { notFound1, notFound2 } from '../../http/errors';
+import { listPayload } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/routes';
+import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
+import {
+  automationContactRecord,
+  automationListRecord,
+  automationRecord,
+  createAutomationBody,
+  createScheduleBody,
+  scheduleRecord,
+} from './automations.schemas';
+import * as service from './automations.service';
+import * as schedules from './schedules.service';
+
+const tag = 'Automations';
+const utr2 = { name: 'utr', notFound: notFound2, kind: 'utr' as const };
+const utrMessage = z.object({ utr: z.uuid() });
+
+export const automationRoutes: RouteDef[] = [
+  route({
+    method: 'get',
+    path: '/automations',
+    tag,
+    summary: 'List the account’s automations with their number of emails',
+    list: true,
+    response: z.object({ automations: z.array(automationListRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging }) => ok(listPayload('automations', await service.listAutomations(ctx, paging))),
+  }),
+  route({
+    method: 'post',
+    path: '/automations/create',
+    tag,
+    summary: 'Create an automation (draft): welcome → type 1, custom → type 2',
+    body: createAutomationBody,
+    response: utrMessage,
+    failures: ['AUTH', 'VAL'],
+    handle: async ({ ctx, body }) => ok({ utr: await service.createAutomation(ctx, body) }),
+  }),
+  route({
+    method: 'get',
+    path: '/automations/duplicate',
+    tag,
+    summary: 'Copy an automation and its emails as a draft',
+    id: utr2,
+    response: utrMessage,
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => ok({ utr: await service.duplicateAutomation(ctx, utr) }),
+  }),
+  route({
+    method: 'get',
+    path: '/automations/details',
+    tag,
+    summary: 'One automation',
+    id: { name: 'utr', notFound: notFound1, kind: 'utr' },
+    response: z.object({ automation: automationRecord }),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, utr }) => ok({ automation: await service.getAutomation(ctx, utr) }),
+  }),
+  route({
+    method: 'get',
+    path: '/automations/pause',
+    tag,
+    summary: 'Pause a live automation: due emails wait until it is live again',
+    id: utr2,
+    response: confirmation(messages.automationPaused),
+    failures: ['AUTH', 'NF2', 'REFUSED'],
+    handle: async ({ ctx, utr, deps }) => {
+      await service.pause({ ...deps }, ctx, utr);
+      return ok(messages.automationPaused);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/automations/set-live',
+    tag,
+    summary: 'Set an automation live (needs an unsubscribe group and at least one email)',
+    id: utr2,
+    response: confirmation(messages.automationLive),
+    failures: ['AUTH', 'NF2', 'REFUSED'],
+    handle: async ({ ctx, utr, deps }) => {
+      await service.setLive({ ...deps }, ctx, utr);
+      return ok(messages.automationLive);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/automations/delete',
+    tag,
+    summary: 'Delete an automation; entered contacts stop',
+    id: utr2,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => {
+      await service.deleteAutomations(ctx, [utr]);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/automations/bulk-delete',
+    tag,
+    summary: 'Delete several automations by utr or id (all or nothing)',
+    body: bulkDeleteBody,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, body }) => {
+      await service.deleteAutomations(ctx, body.strIds);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/automations/schedule',
+    tag,
+    summary: 'The automation’s emails, in sending order',
+    id: utr2,
+    response: z.object({ automation_schedules: z.array(scheduleRecord) }),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr, deps }) => ok({ automation_schedules: await schedules.listSchedules(ctx, deps.config, utr) }),
+  }),
+  route({
+    method: 'post',
+    path: '/automations/schedule/create',
+    tag,
+    summary: 'Add an email to an automation (after the previous one, waiting hours/days or instantly)',
+    body: createScheduleBody,
+    bodyLimit: 'design',
+    response: confirmation(messages.scheduleAdded),
+    failures: ['AUTH', 'VAL'],
+    handle: async ({ ctx, body }) => {
+      await schedules.createSchedule(ctx, body);
+      return ok(messages.scheduleAdded);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/automations/schedule/delete',
+    tag,
+    summary: 'Remove an email from an automation',
+    id: utr2,
+    response: confirmation(messages.deleted),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr }) => {
+      await schedules.deleteSchedule(ctx, utr);
+      return ok(messages.deleted);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/automations/contacts',
+    tag,
+    summary: 'Herald extension: each entered contact with its next email and due time, or finished/exited',
+    id: utr2,
+    list: true,
+    response: z.object({ contacts: z.array(automationContactRecord), pagination: pagination.optional() }),
+    failures: ['AUTH', 'NF2'],
+    handle: async ({ ctx, utr, paging }) => ok(listPayload('contacts', await service.listEnteredContacts(ctx, utr, paging))),
+  }),
+];

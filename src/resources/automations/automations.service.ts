@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Ctx } from '../../context';
+import { toDatetime } from '../../db/types';
+import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
+import type { Listed, Paging } from '../../http/pagination';
+import { recordEvent, type EventDeps } from '../../notifications/events';
+import { scoped } from '../shared/crud';
+import { TARGET, type CreateAutomationInput } from './automations.schemas';
+
+export const LIVE_REFUSED = 'Unsubscribe group require to live automation';
+export const PAUSE_REFUSED = 'Only a live automation can be paused';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface AutomationRow {
+  id: number;
+  user_id: number;
+  utr: string;
+  automation_for: number;
+  automation_for_table: 'contacts_' | 'segments_';
+  automation_name: string;
+  exit_criteria: number;
+  unsubscribe_group_id: number | null;
+  automation_type: number;
+  status: number;
+  live_at: string | null;
+  first_live_at: string | null;
+  total_triggered: number;
+  total_delivered: number;
+  total_unique_opens: number;
+  total_opens: number;
+  total_bounces: number;
+  total_unsubscribe: number;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+  automation_schedule_count?: number;
+}
+
+function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
+  return db('automations as a').where('a.user_id', ctx.userId).whereNull('a.deleted_at');
+}
+
+/** The spec's record: `unsubscribe_group_id` as a string of digits, `live_at` as `<datetime>`. */
+function toRecord(row: AutomationRow) {
+  const record = {
+    id: row.id,
+    user_id: row.user_id,
+    automation_for: row.automation_for,
+    automation_for_table: row.automation_for_table,
+    automation_name: row.automation_name,
+    exit_criteria: row.exit_criteria,
+    unsubscribe_group_id: row.unsubscribe_group_id === null ? '' : String(row.unsubscribe_group_id),
+    automation_type: row.automation_type,
+    utr: row.utr,
+    status: row.status,
+    live_at: toDatetime(row.live_at),
+    total_triggered: row.total_triggered,
+    total_delivered: row.total_delivered,
+    total_unique_opens: row.total_unique_opens,
+    total_opens: row.total_opens,
+    total_bounces: row.total_bounces,
+    total_unsubscribe: row.total_unsubscribe,
+    deleted_at: row.deleted_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  return row.automation_schedule_count === undefined ? record : { ...record, automation_schedule_count: row.automation_schedule_count };
+}
+
+export async function listAutomations(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
+  const count = ctx.db.raw(
+    '(SELECT count(*)::int FROM automation_schedules s WHERE s.automation_id = a.id AND s.deleted_at IS NULL) AS automation_schedule_count',
+  );
+  const q = live(ctx).select('a.*', count).orderBy('a.id', 'desc');
+  if (!paging) return { rows: ((await q) as AutomationRow[]).map(toRecord) };
+  const [rows, total] = await Promise.all([
+    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage) as Promise<AutomationRow[]>,
+    live(ctx).count<{ n: number }[]>({ n: '*' }).first(),
+  ]);
+  return { rows: rows.map(toRecord), pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+}
+
+export async function findAutomation(ctx: Ctx, utr: string, notFound: NotFound, db: Knex = ctx.db, lock = false): Promise<AutomationRow> {
+  if (!UUID.test(utr)) throw notFound();
+  const q = live(ctx, db).where('a.utr', utr.toLowerCase()).first('a.*');
+  if (lock) q.forUpdate();
+  const row = (await q) as AutomationRow | undefined;
+  if (!row) throw notFound();
+  return row;
+}
+
+export async function getAutomation(ctx: Ctx, utr: string) {
+  return toRecord(await findAutomation(ctx, utr, notFound1));
+}
+
+/** `contacts_<id>` | `segments_<id>` naming a live contact type or segment of the account. */
+export async function resolveTarget(ctx: Ctx, value: string | undefined, errors: FieldErrors, db: Knex = ctx.db) {
+  const m = TARGET.exec(value ?? '');
+  if (!m) {
+    errors.automation_for = [value ? 'The automation for must be contacts_<id> or segments_<id>.' : 'The automation for field is required.'];
+    return undefined;
+  }
+  const table = `${m[1]}_` as 'contacts_' | 'segments_';
+  const id = Number(m[2]);
+  const found = await scoped(ctx, m[1] === 'contacts' ? 'contact_types' : 'segments', db).where({ id }).whereNull('deleted_at').first('id');
+  if (!found) {
+    errors.automation_for = ['The selected automation for is invalid.'];
+    return undefined;
+  }
+  return { id, table };
+}
+
+async function liveGroup(ctx: Ctx, id: number | null, db: Knex = ctx.db): Promise<boolean> {
+  if (!id) return false;
+  return Boolean(await scoped(ctx, 'unsubscribe_groups', db).where({ id }).whereNull('deleted_at').first('id'));
+}
+
+export async function createAutomation(ctx: Ctx, input: CreateAutomationInput): Promise<string> {
+  const errors: FieldErrors = {};
+  const target = await resolveTarget(ctx, input.automation_for, errors);
+  if (!(await liveGroup(ctx, input.unsubscribe_group_id))) {
+    errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
+  }
+  if (Object.keys(errors).length || !target) throw invalid(errors);
+  const utr = randomUUID();
+  await ctx.db('automations').insert({
+    user_id: ctx.userId,
+    utr,
+    automation_for: target.id,
+    automation_for_table: target.table,
+    automation_name: input.automation_name,
+    exit_criteria: input.exit_criteria ?? 0,
+    unsubscribe_group_id: input.unsubscribe_group_id,
+    automation_type: input.type === 'welcome' ? 1 : 2,
+    status: 0,
+  });
+  return utr;
+}
+
+/** A draft copy (status 0) with the same emails under new utrs; statistics start at zero. */
+export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string> {
+  const copy = randomUUID();
+  await ctx.db.transaction(async (trx) => {
+    const a = await findAutomation(ctx, utr, notFound2, trx);
+    const [row] = await trx('automations')
+      .insert({
+        user_id: ctx.userId,
+        utr: copy,
+        automation_for: a.automation_for,
+        automation_for_table: a.automation_for_table,
+        automation_name: `${a.automation_name} (copy)`.slice(0, 255),
+        exit_criteria: a.exit_criteria,
+        unsubscribe_group_id: a.unsubscribe_group_id,
+        automation_type: a.automation_type,
+        status: 0,
+      })
+      .returning('id');
+    const schedules = await trx('automation_schedules').where({ automation_id: a.id }).whereNull('deleted_at').orderBy('id');
+    for (const s of schedules) {
+      await trx('automation_schedules').insert({
+        user_id: ctx.userId,
+        automation_id: row.id,
+        sender_id: s.sender_id,
+        subject: s.subject,
+        waiting_period: s.waiting_period,
+        waiting_type: s.waiting_type,
+        utr: randomUUID(),
+        template_id: s.template_id,
+        preview_img: s.preview_img,
+        template_json: s.template_json,
+        template_html: s.template_html,
+      });
+    }
+  });
+  return copy;
+}
+
+/**
+ * Live (1). Refused without a live unsubscribe group (spec), without an email to send, or
+ * when its target is gone. The first go-live of a welcome automation sets the target's
+ * current members aside: only contacts that join afterwards enter (the engine does it).
+ */
+export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
+  const a = await ctx.db.transaction(async (trx) => {
+    const row = await findAutomation(ctx, utr, notFound2, trx, true);
+    if (!(await liveGroup(ctx, row.unsubscribe_group_id, trx))) throw refused(LIVE_REFUSED);
+    const errors: FieldErrors = {};
+    await resolveTarget(ctx, `${row.automation_for_table}${row.automation_for}`, errors, trx);
+    if (errors.automation_for) throw refused('The automation’s contact type or segment no longer exists.');
+    const emails = await trx('automation_schedules').where({ automation_id: row.id }).whereNull('deleted_at').first('id');
+    if (!emails) throw refused('Add at least one email before setting the automation live.');
+    if (row.status === 1) return undefined;
+    await trx('automations')
+      .where({ id: row.id })
+      .update({
+        status: 1,
+        live_at: trx.fn.now(),
+        first_live_at: trx.raw('coalesce(first_live_at, now())'),
+        entry_key: null,
+        updated_at: trx.fn.now(),
+      });
+    return row;
+  });
+  if (a) {
+    await recordEvent(deps, ctx.userId, 'automation.live', `Automation “${a.automation_name}” is live`, {
+      automation: a.automation_name,
+      utr: a.utr,
+    }).catch((err) => deps.logger.warn({ err }, 'event failed'));
+  }
+}
+
+/** Paused (2): nothing is sent; due emails wait until it is live again. */
+export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
+  const a = await ctx.db.transaction(async (trx) => {
+    const row = await findAutomation(ctx, utr, notFound2, trx, true);
+    if (row.status !== 1) throw refused(PAUSE_REFUSED);
+    await trx('automations').where({ id: row.id }).update({ status: 2, updated_at: trx.fn.now() });
+    return row;
+  });
+  await recordEvent(deps, ctx.userId, 'automation.paused', `Automation “${a.automation_name}” paused`, {
+    automation: a.automation_name,
+    utr: a.utr,
+  }).catch((err) => deps.logger.warn({ err }, 'event failed'));
+}
+
+/** Soft delete (ids or utrs, all or nothing); entered contacts stop and queued emails are cancelled. */
+export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void> {
+  const ids = keys.filter((k) => /^\d{1,10}$/.test(k)).map(Number);
+  const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
+  if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
+  await ctx.db.transaction(async (trx) => {
+    const found = (await live(ctx, trx)
+      .where((q) => q.whereIn('a.id', ids).orWhereIn('a.utr', utrs))
+      .forUpdate()
+      .select('a.id', 'a.utr')) as Array<{ id: number; utr: string }>;
+    const matched = new Set(keys.filter((k) => found.some((f) => String(f.id) === k || f.utr === k.toLowerCase())));
+    if (matched.size !== new Set(keys).size) throw notFound2();
+    const automationIds = found.map((f) => f.id);
+    await trx('automations').whereIn('id', automationIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await trx('automation_contacts')
+      .whereIn('automation_id', automationIds)
+      .where('state', 'active')
+      .update({ state: 'exited', exit_reason: 'automation deleted', next_schedule_id: null, next_due_at: null, updated_at: trx.fn.now() });
+    await trx('deliveries').whereIn('automation_id', automationIds).where('status', 'queued').update({ status: 'cancelled' });
+  });
+}
+
+/** Extension: each entered contact, its next email and when, or finished/exited. */
+export async function listEnteredContacts(ctx: Ctx, utr: string, paging?: Paging) {
+  const a = await findAutomation(ctx, utr, notFound2);
+  const base = ctx.db('automation_contacts as ac').where('ac.automation_id', a.id).whereNot('ac.state', 'skipped');
+  const q = base
+    .clone()
+    .leftJoin('automation_schedules as s', 's.id', 'ac.next_schedule_id')
+    .select(
+      'ac.contact_id',
+      'ac.email',
+      'ac.state',
+      'ac.exit_reason',
+      'ac.entered_at',
+      'ac.last_sent_at',
+      's.utr as next_email_utr',
+      'ac.next_due_at',
+    )
+    .orderBy('ac.id', 'desc');
+  if (!paging) return { rows: await q };
+  const [rows, total] = await Promise.all([
+    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage),
+    base.clone().count<{ n: number }[]>({ n: '*' }).first(),
+  ]);
+  return { rows, pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+}

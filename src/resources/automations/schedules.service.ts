@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../config';
+import type { Ctx } from '../../context';
+import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
+import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
+import { findAutomation } from './automations.service';
+import type { CreateScheduleInput } from './automations.schemas';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const COLUMNS = [
+  'id',
+  'user_id',
+  'automation_id',
+  'sender_id',
+  'subject',
+  'waiting_period',
+  'waiting_type',
+  'utr',
+  'template_id',
+  'preview_img',
+  'template_json',
+  'template_html',
+  'created_at',
+  'updated_at',
+];
+
+/** The automation's emails in the order they go out, with their design and preview addresses. */
+export async function listSchedules(ctx: Ctx, config: Config, utr: string) {
+  const a = await findAutomation(ctx, utr, notFound2);
+  const rows = (await ctx
+    .db('automation_schedules')
+    .where({ automation_id: a.id })
+    .whereNull('deleted_at')
+    .orderBy('id')
+    .select(COLUMNS)) as Array<Record<string, unknown> & { utr: string; preview_img: string }>;
+  return rows.map((r) => ({
+    ...r,
+    design_url: `${config.publicUrl}/design/${r.utr}`,
+    image: `${config.publicUrl}/images/${encodeURIComponent(r.preview_img)}`,
+  }));
+}
+
+/** Adds an email at the end of the automation (VAL on the automation utr, sender, template). */
+export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Promise<string> {
+  const errors: FieldErrors = {};
+  const automation = await findAutomation(ctx, input.utr, notFound2).catch((err: unknown) => {
+    if (err instanceof AppError && err.status === 404) return undefined;
+    throw err;
+  });
+  if (!automation) errors.utr = ['The selected utr is invalid.'];
+  const sender = await findVerifiedSender(ctx, input.sender_id);
+  if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
+  const template = await ctx.db('templates').where({ id: input.template_id }).first('id');
+  if (!template) errors.template_id = ['The selected template id is invalid.'];
+  if (input.template_json && input.template_html) {
+    errors.template_html = ['The template html field is prohibited when template json is present.'];
+  }
+  if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
+    errors.waiting_period = ['The waiting period must be at least 1.'];
+  }
+  if (Object.keys(errors).length || !automation) throw invalid(errors);
+  const utr = randomUUID();
+  await ctx.db('automation_schedules').insert({
+    user_id: ctx.userId,
+    automation_id: automation.id,
+    sender_id: input.sender_id,
+    subject: input.subject,
+    waiting_period: input.waiting_period,
+    waiting_type: input.waiting_type,
+    utr,
+    template_id: input.template_id,
+    preview_img: input.preview_img,
+    template_json: input.template_json ?? null,
+    template_html: input.template_html ?? null,
+  });
+  return utr;
+}
+
+/**
+ * Removes an email (soft: messages already sent keep their links). Contacts waiting for it
+ * move on to the next email when their time comes (see the engine).
+ */
+export async function deleteSchedule(ctx: Ctx, utr: string): Promise<void> {
+  if (!UUID.test(utr)) throw notFound2();
+  const changed = await ctx
+    .db('automation_schedules as s')
+    .where('s.user_id', ctx.userId)
+    .where('s.utr', utr.toLowerCase())
+    .whereNull('s.deleted_at')
+    .whereExists(ctx.db('automations as a').whereRaw('a.id = s.automation_id').whereNull('a.deleted_at'))
+    .update({ deleted_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
+  if (!changed) throw notFound2();
+}

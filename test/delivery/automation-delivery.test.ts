@@ -1,0 +1,207 @@
+import request from 'supertest';
+import { smtpMailer } from '../../src/delivery/mailer';
+import { Worker } from '../../src/delivery/worker';
+import { createLogger } from '../../src/logger';
+import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { expectSuccess } from '../helpers/expect';
+import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0' }, 'automation');
+let sink: SmtpSink;
+let worker: Worker;
+let a: TestAccount;
+let sender: number;
+let group: number;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  worker = new Worker({ config, db, logger: createLogger('silent'), mailer: smtpMailer(sink.url, { poolSize: 2 }) });
+  a = await makeAccount(db);
+  sender = await makeSender(db, a);
+  group = await makeGroup(db, a, 'Onboarding');
+});
+
+afterAll(() => sink.close());
+
+async function automation(type: 'welcome' | 'custom', target: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const res = await api(app, a).form('/automations/create', { type, automation_for: target, automation_name: `${type} flow`, unsubscribe_group_id: group, ...extra });
+  expectSuccess(res);
+  return res.body.message.utr;
+}
+
+async function addEmail(utr: string, subject: string, waiting_type: string, waiting_period: number) {
+  const res = await api(app, a).form('/automations/schedule/create', {
+    utr,
+    sender_id: sender,
+    subject,
+    waiting_period,
+    waiting_type,
+    template_id: 3,
+    preview_img: 'template-welcome.png',
+    template_html: `<html><body><p>${subject} for ((first_name))</p><a href="((unsubscribe_preferences))">prefs</a></body></html>`,
+  });
+  expectSuccess(res, 'Schedule Added');
+}
+
+async function entered(utr: string) {
+  const res = await api(app, a).get(`/automations/contacts?utr=${utr}`);
+  expectSuccess(res);
+  return res.body.message.contacts as Array<{ email: string; state: string; next_email_utr: string | null; next_due_at: string | null; exit_reason: string | null }>;
+}
+
+async function schedules(utr: string) {
+  return (await api(app, a).get(`/automations/schedule?utr=${utr}`)).body.message.automation_schedules as Array<{ utr: string }>;
+}
+
+/** Makes every waiting step of the automation due now (instead of sleeping for hours). */
+async function fastForward(utr: string) {
+  const { id } = await db('automations').where({ utr }).first('id');
+  await db('automation_contacts').where({ automation_id: id, state: 'active' }).update({ next_due_at: db.raw("now() - interval '1 second'") });
+}
+
+const received = (to: string) => sink.received.filter((m) => m.to[0] === to);
+
+describe('a welcome automation', () => {
+  let utr: string;
+  let list: number;
+
+  beforeAll(async () => {
+    list = await makeContactType(db, a, 'Signups');
+    await makeContacts(db, a, list, [{ email: 'old@example.com', first_name: 'Old' }]);
+    utr = await automation('welcome', `contacts_${list}`);
+    await addEmail(utr, 'Welcome', 'instantly', 1);
+    await addEmail(utr, 'Day two', 'days', 1);
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`), 'Automation has been set live');
+    await worker.drain();
+  });
+
+  it('does not take the contacts that were already on the list at go-live', async () => {
+    expect(received('old@example.com')).toHaveLength(0);
+    expect(await entered(utr)).toEqual([]);
+  });
+
+  it('sends the instant email to a contact added after go-live, and schedules the next a day later', async () => {
+    const res = await api(app, a).form('/contacts/add', { contact_type_id: list, email: 'new@example.com', first_name: 'Nina', country: (await db('countries').first('id')).id });
+    expectSuccess(res);
+    await new Promise((r) => setTimeout(r, 2100)); // the entry scan runs at most every 2 s per automation
+    await worker.drain();
+    const mails = received('new@example.com');
+    expect(mails).toHaveLength(1);
+    expect(mails[0].raw).toMatch(/Subject: Welcome/);
+    const [c] = await entered(utr);
+    const [, second] = await schedules(utr);
+    expect(c).toMatchObject({ email: 'new@example.com', state: 'active', next_email_utr: second.utr });
+    const due = new Date(c.next_due_at!).getTime();
+    expect(due - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
+    expect(due - Date.now()).toBeLessThan(86_400_000 + 60_000);
+    const details = (await api(app, a).get(`/automations/details?utr=${utr}`)).body.message.automation;
+    expect(details).toMatchObject({ status: 1, total_triggered: 1, total_delivered: 1 });
+  });
+
+  it('pause holds a due email; set live releases it; then the contact is finished', async () => {
+    expectSuccess(await api(app, a).get(`/automations/pause?utr=${utr}`), 'Automation Paused Successfully');
+    await fastForward(utr);
+    await worker.drain();
+    expect(received('new@example.com')).toHaveLength(1);
+    expect((await api(app, a).get(`/automations/details?utr=${utr}`)).body.message.automation.status).toBe(2);
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`));
+    await worker.drain();
+    const mails = received('new@example.com');
+    expect(mails).toHaveLength(2);
+    expect(mails[1].raw).toMatch(/Subject: Day two/);
+    expect(await entered(utr)).toEqual([expect.objectContaining({ state: 'finished', next_email_utr: null, next_due_at: null })]);
+    // Never the same step twice, whatever happens to the progress rows.
+    await db('automation_contacts').where({ email: 'new@example.com' }).update({ state: 'active', next_schedule_id: db.raw('(SELECT min(id) FROM automation_schedules s WHERE s.automation_id = automation_contacts.automation_id)'), next_due_at: db.fn.now() });
+    await worker.drain();
+    expect(received('new@example.com')).toHaveLength(2);
+  });
+});
+
+describe('a custom automation', () => {
+  let utr: string;
+  let list: number;
+
+  beforeAll(async () => {
+    list = await makeContactType(db, a, 'Customers');
+    await makeContacts(db, a, list, [
+      { email: 'c1@example.com', first_name: 'One' },
+      { email: 'c2@example.com', first_name: 'Two' },
+      { email: 'c3@example.com', first_name: 'Three' },
+    ]);
+    utr = await automation('custom', `contacts_${list}`, { exit_criteria: 1 });
+    await addEmail(utr, 'First', 'instantly', 1);
+    await addEmail(utr, 'Second', 'hours', 2);
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`));
+    await worker.drain();
+  });
+
+  it('takes every member at go-live', async () => {
+    for (const e of ['c1@example.com', 'c2@example.com', 'c3@example.com']) expect(received(e)).toHaveLength(1);
+    const list = await entered(utr);
+    expect(list.map((c) => c.state)).toEqual(['active', 'active', 'active']);
+    const due = new Date(list[0].next_due_at!).getTime() - Date.now();
+    expect(due).toBeGreaterThan(2 * 3600_000 - 60_000);
+  });
+
+  it('stops for a contact who unsubscribed (through the email’s page) and one removed from the list', async () => {
+    const mail = received('c1@example.com')[0];
+    const token = /unsubscribe\/([a-f0-9]{32})/.exec(mail.raw)![1];
+    expect((await request(app).post(`/unsubscribe/${token}`).type('form').send('List-Unsubscribe=One-Click')).status).toBe(200);
+    const c2 = await db('contacts').where({ email: 'c2@example.com', contact_type_id: list }).first('id');
+    expectSuccess(await api(app, a).delete(`/contacts/delete?contact_id=${c2.id}`));
+    await new Promise((r) => setTimeout(r, 2100));
+    await fastForward(utr);
+    await worker.drain();
+    expect(received('c1@example.com')).toHaveLength(1);
+    expect(received('c2@example.com')).toHaveLength(1);
+    expect(received('c3@example.com')).toHaveLength(2);
+    const states = Object.fromEntries((await entered(utr)).map((c) => [c.email, [c.state, c.exit_reason]]));
+    expect(states).toEqual({
+      'c1@example.com': ['exited', 'unsubscribed'],
+      'c2@example.com': ['exited', 'removed from target'],
+      'c3@example.com': ['finished', null],
+    });
+    const details = (await api(app, a).get(`/automations/details?utr=${utr}`)).body.message.automation;
+    expect(details).toMatchObject({ total_triggered: 4, total_delivered: 4, total_unsubscribe: 1 });
+  });
+
+  it('delete stops entered contacts and cancels queued emails', async () => {
+    const utr2 = await automation('custom', `contacts_${list}`);
+    await addEmail(utr2, 'Only', 'hours', 5);
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr2}`));
+    await worker.drain();
+    expectSuccess(await api(app, a).delete(`/automations/delete?utr=${utr2}`));
+    const { id } = await db('automations').where({ utr: utr2 }).first('id');
+    const states = await db('automation_contacts').where({ automation_id: id }).distinct().pluck('state');
+    expect(states).toEqual(['exited']);
+    await db('automation_contacts').where({ automation_id: id }).update({ next_due_at: db.fn.now() });
+    const before = sink.received.length;
+    await worker.drain();
+    expect(sink.received.length).toBe(before);
+  });
+});
+
+describe('a segment target', () => {
+  it('enters contacts as they start to match the rules', async () => {
+    const list = await makeContactType(db, a, 'Leads');
+    await makeContacts(db, a, list, [{ email: 'vip@example.com', city: 'Paris' }, { email: 'other@example.com', city: 'Rome' }]);
+    const city = await db('fields').whereNull('user_id').where({ field_name: 'city' }).first('id');
+    expectSuccess(
+      await api(app, a).form('/segment/save', { segment_name: 'Parisians', contact_type_id: list, select_field: [city.id], select_operator: ['is'], value: ['Paris'] }),
+    );
+    const seg = await db('segments').where({ user_id: a.id, segment_name: 'Parisians' }).first('id');
+    const utr = await automation('custom', `segments_${seg.id}`);
+    await addEmail(utr, 'Bonjour', 'instantly', 1);
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`));
+    await worker.drain();
+    expect(received('vip@example.com').filter((m) => /Bonjour/.test(m.raw))).toHaveLength(1);
+    expect(received('other@example.com')).toHaveLength(0);
+    const other = await db('contacts').where({ email: 'other@example.com' }).first('id');
+    const gb = await db('countries').first('id');
+    expectSuccess(await api(app, a).form('/contacts/update', { contact_id: other.id, contact_type_id: list, email: 'other@example.com', country: gb.id, city: 'Paris' }));
+    await new Promise((r) => setTimeout(r, 2100));
+    await worker.drain();
+    expect(received('other@example.com').filter((m) => /Bonjour/.test(m.raw))).toHaveLength(1);
+  });
+});
