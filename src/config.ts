@@ -55,6 +55,8 @@ const schema = z.object({
   RETRY_BASE_MS: intIn(0, 86_400_000).default(60_000),
   MAX_ATTEMPTS: intIn(1, 100).default(8),
   WORKER_POLL_MS: intIn(10, 60_000).default(500),
+  SEND_RATE_SCOPE: z.enum(['process', 'global'], { message: 'must be process or global' }).default('process'),
+  SEND_LEASE_MS: intIn(1000, 86_400_000).optional(),
   MAIL_FROM: z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional(),
 });
 
@@ -87,6 +89,10 @@ export interface Config {
   /** Attempts before a temporarily failing message is given up (counted as a bounce). */
   maxAttempts: number;
   workerPollMs: number;
+  /** `process`: SEND_RATE per worker process; `global`: one budget in PostgreSQL shared by all workers. */
+  sendRateScope: 'process' | 'global';
+  /** How long a claimed recipient row stays a worker's before another may take it over. */
+  sendLeaseMs: number;
   /** Envelope and From address of Herald's own mail (verification, notifications). */
   mailFrom: string;
 }
@@ -135,6 +141,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retryBaseMs: c.RETRY_BASE_MS,
     maxAttempts: c.MAX_ATTEMPTS,
     workerPollMs: c.WORKER_POLL_MS,
+    sendRateScope: c.SEND_RATE_SCOPE,
+    // Longer than any one SMTP conversation can take, unless set.
+    sendLeaseMs: c.SEND_LEASE_MS ?? Math.max(60_000, c.SMTP_TIMEOUT_MS * 3),
     mailFrom: c.MAIL_FROM ?? `herald@${new URL(c.PUBLIC_URL ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
   };
 }

@@ -6,18 +6,13 @@ import { DesignCache } from './designs';
 import { MailError, type Mailer } from './mailer';
 import { claimBatch, recordOutcomes, releaseExpiredLeases, type ClaimedRow, type Outcome } from './queue';
 import { completeSends, fanOutSome, startDueSends } from './scheduler';
-import { Throttle } from './throttle';
+import { GlobalThrottle, Throttle } from './throttle';
 
 export interface WorkerDeps {
   config: Config;
   db: Knex;
   logger: Logger;
   mailer: Mailer;
-}
-
-/** How long a claimed row stays ours: longer than any one SMTP conversation can take. */
-export function leaseMs(config: Config): number {
-  return Math.max(60_000, config.smtpTimeoutMs * 3);
 }
 
 function retryDelay(config: Config, attempts: number): number {
@@ -32,14 +27,15 @@ function retryDelay(config: Config, attempts: number): number {
  */
 export class Worker {
   private readonly designs: DesignCache;
-  private readonly throttle: Throttle;
+  private readonly throttle: { take(): Promise<void> };
   private running = false;
   private loop?: Promise<void>;
   private wake?: () => void;
 
   constructor(private readonly deps: WorkerDeps) {
     this.designs = new DesignCache(deps.db, deps.config);
-    this.throttle = new Throttle(deps.config.sendRate);
+    this.throttle =
+      deps.config.sendRateScope === 'global' ? new GlobalThrottle(deps.db, deps.config.sendRate) : new Throttle(deps.config.sendRate);
   }
 
   start(): void {
@@ -119,7 +115,7 @@ export class Worker {
   private async sendBatch(): Promise<number> {
     if (!this.running && this.loop) return 0;
     const { config, db } = this.deps;
-    const rows = await claimBatch(db, config.sendBatchSize, leaseMs(config));
+    const rows = await claimBatch(db, config.sendBatchSize, config.sendLeaseMs);
     if (rows.length === 0) return 0;
     const outcomes: Outcome[] = new Array(rows.length);
     let next = 0;

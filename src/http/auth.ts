@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { authenticate } from '../accounts/accounts.service';
 import type { Ctx } from '../context';
 import { unauthorized } from './errors';
+import type { RateLimiter } from './rate-limit';
 
 export const AUTH_REQUIRED = {
   PublicKey: 'The public key field is required.',
@@ -24,7 +25,7 @@ declare module 'express-serve-static-core' {
  * Resolves the PublicKey/SecretKey pair once per request and puts `ctx = { userId, db }` on
  * it. Missing headers answer the spec's AUTH shape; a wrong pair answers DESIGN's string.
  */
-export function requireKeys(db: Knex) {
+export function requireKeys(db: Knex, limiter?: RateLimiter) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const publicKey = req.get('PublicKey')?.trim();
     const secretKey = req.get('SecretKey')?.trim();
@@ -35,6 +36,7 @@ export function requireKeys(db: Knex) {
       throw unauthorized(errors);
     }
     if (publicKey.length > MAX_KEY_LENGTH || secretKey.length > MAX_KEY_LENGTH) throw unauthorized(WRONG_KEYS);
+    limiter?.hit(publicKey);
     const userId = await authenticate(db, publicKey, secretKey);
     if (userId === undefined) throw unauthorized(WRONG_KEYS);
     req.ctx = { userId, db };

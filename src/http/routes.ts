@@ -5,6 +5,7 @@ import multer from 'multer';
 import { z } from 'zod';
 import type { Ctx, Deps } from '../context';
 import { requireKeys } from './auth';
+import { RateLimiter } from './rate-limit';
 import type { Envelope } from './envelope';
 import { AppError, invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
 import { normalizeInput } from './form';
@@ -181,7 +182,7 @@ function cleanupUpload(req: Request, res: Response, next: NextFunction): void {
  * with `Allow`, anything else 404 `Route not found`.
  */
 export function mountRoutes(app: Express, defs: RouteDef[], deps: Deps): void {
-  const auth = requireKeys(deps.db);
+  const auth = requireKeys(deps.db, new RateLimiter(deps.config.rateLimitPerMinute));
   const allowed = new Map<string, Set<string>>();
   for (const def of defs) {
     const methods = [def.method, ...(def.alsoMethods ?? [])];
