@@ -38,6 +38,9 @@ export async function up(knex: Knex): Promise<void> {
     // Fan-out progress: which source and which contact id the audience has been written up to.
     t.jsonb('fanout_cursor').nullable();
     t.timestamp('fanout_done_at', { useTz: true, precision: 6 }).nullable();
+    // After a failed fan-out chunk the send waits until then, so one bad send cannot stall the others.
+    t.timestamp('fanout_retry_at', { useTz: true, precision: 6 }).nullable();
+    t.text('fanout_error').nullable();
     t.timestamp('sent_at', { useTz: true, precision: 6 }).nullable();
     t.timestamp('completed_at', { useTz: true, precision: 6 }).nullable();
     softDelete(t);

@@ -54,40 +54,58 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
 export async function fanOutSome(db: Knex, logger: Logger, maxChunks = 10): Promise<number> {
   let chunks = 0;
   while (chunks < maxChunks) {
-    const more = await db.transaction(async (trx) => {
-      const send = (await trx('single_sends')
-        .where({ status: 2 })
-        .whereNull('fanout_done_at')
-        .whereNull('deleted_at')
-        .orderBy('id')
-        .forUpdate()
-        .skipLocked()
-        .first()) as SendRow | undefined;
-      if (!send) return false;
-      const target = {
-        userId: send.user_id,
-        singleSendId: send.id,
-        groupId: send.unsubscribe_group_id,
-        sources: send.recipient_id,
-        exclusions: send.exclude_specific_recipient_id,
-      };
-      const cursor = send.fanout_cursor ?? { source: 0, after: 0 };
-      const { next, inserted } = await fanOutChunk(trx, target, cursor);
-      const done = !next || next.source >= target.sources.length;
-      await trx('single_sends')
-        .where({ id: send.id })
-        .update({
-          fanout_cursor: done ? null : JSON.stringify(next),
-          fanout_done_at: done ? trx.fn.now() : null,
-          triggered: trx.raw('triggered + ?', [inserted]),
-        });
-      if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
-      return true;
-    });
-    if (!more) break;
+    let current: SendRow | undefined;
+    try {
+      const more = await db.transaction(async (trx) => {
+        const send = (await trx('single_sends')
+          .where({ status: 2 })
+          .whereNull('fanout_done_at')
+          .whereNull('deleted_at')
+          .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', trx.fn.now()))
+          .orderBy('id')
+          .forUpdate()
+          .skipLocked()
+          .first()) as SendRow | undefined;
+        current = send;
+        if (!send) return false;
+        await fanOutOne(trx, logger, send);
+        return true;
+      });
+      if (!more) break;
+    } catch (err) {
+      if (!current) throw err;
+      // This send's chunk failed (and rolled back): park it for a minute and go on with the others.
+      logger.error({ err, singleSend: current.utr }, 'audience chunk failed; retrying in a minute');
+      await db('single_sends')
+        .where({ id: current.id })
+        .update({ fanout_retry_at: db.raw("now() + interval '1 minute'"), fanout_error: String((err as Error).message).slice(0, 1000) });
+    }
     chunks += 1;
   }
   return chunks;
+}
+
+async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): Promise<void> {
+  const target = {
+    userId: send.user_id,
+    singleSendId: send.id,
+    groupId: send.unsubscribe_group_id,
+    sources: send.recipient_id,
+    exclusions: send.exclude_specific_recipient_id,
+  };
+  const cursor = send.fanout_cursor ?? { source: 0, after: 0 };
+  const { next, inserted } = await fanOutChunk(trx, target, cursor);
+  const done = !next || next.source >= target.sources.length;
+  await trx('single_sends')
+    .where({ id: send.id })
+    .update({
+      fanout_cursor: done ? null : JSON.stringify(next),
+      fanout_done_at: done ? trx.fn.now() : null,
+      fanout_retry_at: null,
+      fanout_error: null,
+      triggered: trx.raw('triggered + ?', [inserted]),
+    });
+  if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
 }
 
 /** Running sends with a complete audience and no message left to try → completed (3). */

@@ -103,7 +103,7 @@ export async function savePreferences(db: Knex, m: MessageContext, keep: Set<num
     for (const g of groups) {
       if (keep.has(g.id)) {
         await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
-      } else if (!keep.has(g.id)) {
+      } else {
         unsubscribed = (await addToGroup(trx, m, g.id)) || unsubscribed;
       }
     }
@@ -138,7 +138,7 @@ export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
 function form(token: string, email: string, groups: GroupState[], all: boolean, notice?: string): string {
   const items = groups
     .map(
-      (g) => `<label><input type="checkbox" name="keep" value="${g.id}"${g.subscribed && !all ? ' checked' : ''}>
+      (g) => `<label><input type="checkbox" name="keep" value="${g.id}"${g.subscribed ? ' checked' : ''}>
   <span>${escapeHtml(g.group_name)}<span class="hint">${escapeHtml(g.description)}</span></span></label>`,
     )
     .join('\n');

@@ -49,14 +49,28 @@ export default async function globalSetup(): Promise<void> {
   await cloneIsolated(url);
 }
 
-/** Clones of the prepared database for the files that run a worker (see isolated.ts). */
+/**
+ * Clones for the files that run a worker (see isolated.ts), made from a freshly migrated and
+ * seeded template, not from the shared database: a developer's database keeps the sends of
+ * earlier runs, which a clone's worker would otherwise pick up and send.
+ */
 async function cloneIsolated(url: string): Promise<void> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const knex = createDb({ url: admin.toString() });
   try {
-    const template = databaseName(url);
+    const templateUrl = isolatedUrl(url, 'template');
+    const template = databaseName(templateUrl);
+    await knex.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [template]);
+    await knex.raw('CREATE DATABASE ??', [template]);
+    const prepared = createDb({ url: templateUrl });
+    try {
+      await prepareDatabase(prepared, pino({ level: 'silent' }));
+    } finally {
+      await prepared.destroy();
+    }
     for (const name of ISOLATED_DATABASES) {
+      if (name === 'template') continue;
       const clone = databaseName(isolatedUrl(url, name));
       await knex.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [clone]);
       await knex.raw('CREATE DATABASE ?? TEMPLATE ??', [clone, template]);

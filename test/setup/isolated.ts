@@ -1,10 +1,10 @@
 /**
  * Test files that run the delivery worker get a database of their own: the worker claims
  * every due message in its database, so sharing one with files that create sends would let
- * one file's worker send another's mail. globalSetup clones the migrated, seeded test
- * database once per name (CREATE DATABASE … TEMPLATE, while nothing else is connected).
+ * one file's worker send another's mail. globalSetup migrates and seeds `template` and clones
+ * it once per other name (CREATE DATABASE … TEMPLATE, while nothing else is connected).
  */
-export const ISOLATED_DATABASES = ['delivery', 'unsubscribe', 'automation', 'faults', 'workers', 'shutdown', 'fuzz', 'bench'] as const;
+export const ISOLATED_DATABASES = ['template', 'delivery', 'unsubscribe', 'automation', 'faults', 'workers', 'shutdown', 'fuzz', 'bench'] as const;
 export type IsolatedName = (typeof ISOLATED_DATABASES)[number];
 
 export function isolatedUrl(baseUrl: string, name: IsolatedName): string {

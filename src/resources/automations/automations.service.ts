@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
+import { MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import type { Listed, Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../notifications/events';
@@ -103,7 +104,9 @@ export async function resolveTarget(ctx: Ctx, value: string | undefined, errors:
   }
   const table = `${m[1]}_` as 'contacts_' | 'segments_';
   const id = Number(m[2]);
-  const found = await scoped(ctx, m[1] === 'contacts' ? 'contact_types' : 'segments', db).where({ id }).whereNull('deleted_at').first('id');
+  // Beyond PostgreSQL's integer range it cannot name a record (and must not reach the query).
+  const source = m[1] === 'contacts' ? 'contact_types' : 'segments';
+  const found = id > MAX_INT ? undefined : await scoped(ctx, source, db).where({ id }).whereNull('deleted_at').first('id');
   if (!found) {
     errors.automation_for = ['The selected automation for is invalid.'];
     return undefined;
@@ -226,7 +229,8 @@ export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<voi
 
 /** Soft delete (ids or utrs, all or nothing); entered contacts stop and queued emails are cancelled. */
 export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void> {
-  const ids = keys.filter((k) => /^\d{1,10}$/.test(k)).map(Number);
+  // An id beyond PostgreSQL's integer range names nothing: it counts as neither kind, so NF2.
+  const ids = keys.filter((k) => /^\d{1,10}$/.test(k) && Number(k) <= MAX_INT).map(Number);
   const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
   if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
   await ctx.db.transaction(async (trx) => {

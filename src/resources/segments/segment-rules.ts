@@ -187,6 +187,8 @@ function predicate(rule: Rule): { sql: string; bindings: unknown[] } {
 
 /** The rules joined by `and` (default) or `or`, as one parenthesised predicate. */
 export function compileRules(db: Knex, rules: Rule[], queryType: string | null): Knex.Raw {
+  // No rules select every contact of the type (the API requires one; stored data may not).
+  if (rules.length === 0) return db.raw('(true)');
   const parts = rules.map(predicate);
   const joiner = queryType === 'or' ? ' OR ' : ' AND ';
   return db.raw(`(${parts.map((p) => `(${p.sql})`).join(joiner)})`, parts.flatMap((p) => p.bindings) as Knex.RawBinding[]);

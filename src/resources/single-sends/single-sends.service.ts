@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
+import { MAX_INT } from '../../http/fields';
 import type { Listed, Paging } from '../../http/pagination';
 import { scoped } from '../shared/crud';
 import { senderAddress } from '../senders/senders.service';
@@ -148,7 +149,7 @@ function parseRefs(values: string[] | undefined, field: string, errors: FieldErr
 
 /** Every ref names a live contact type or segment of the account; else VAL on its index. */
 async function checkRefsExist(ctx: Ctx, refs: RecipientRef[], values: string[], field: string, errors: FieldErrors) {
-  const ids = (table: string) => refs.filter((r) => r.table === table).map((r) => Number(r.id));
+  const ids = (table: string) => refs.filter((r) => r.table === table && Number(r.id) <= MAX_INT).map((r) => Number(r.id));
   const [types, segments] = await Promise.all([
     scoped(ctx, 'contact_types').whereIn('id', ids('contacts_')).whereNull('deleted_at').pluck('id'),
     scoped(ctx, 'segments').whereIn('id', ids('segments_')).whereNull('deleted_at').pluck('id'),
@@ -283,7 +284,7 @@ export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string
  * messages already with the SMTP server finish, and their links keep working.
  */
 export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void> {
-  const ids = keys.filter((k) => /^\d{1,10}$/.test(k)).map(Number);
+  const ids = keys.filter((k) => /^\d{1,10}$/.test(k) && Number(k) <= MAX_INT).map(Number);
   const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
   if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
   await ctx.db.transaction(async (trx) => {
