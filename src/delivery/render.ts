@@ -1,6 +1,6 @@
-import { convert } from 'html-to-text';
 import { escapeHtml } from './system-mail';
 import { buildMessage, headerSafe } from './mime';
+import { htmlToText } from './text';
 
 /**
  * Rendering: each design is compiled once per send into literal pieces and placeholder
@@ -88,15 +88,6 @@ function withPreheaderAndPixel(html: string): string {
   return out;
 }
 
-/** Headings keep their case (html-to-text upper-cases them, which would not match the values filled in later). */
-const TEXT_OPTIONS = {
-  wordwrap: 78,
-  selectors: [
-    { selector: 'img', format: 'skip' },
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
-  ],
-};
-
 export interface CompiledDesign {
   render(r: RecipientData, messageId: string): RenderedMessage;
 }
@@ -104,7 +95,7 @@ export interface CompiledDesign {
 export function compileDesign(src: DesignSource): CompiledDesign {
   const html = withFooter(src.html);
   // The text part is derived once from the design; placeholders survive as plain text.
-  const text = split(convert(html, TEXT_OPTIONS));
+  const text = split(htmlToText(html));
   const htmlPieces = split(withPreheaderAndPixel(html));
   const subject = split(src.subject);
   const preheader = split(src.preheader);

@@ -1,8 +1,8 @@
-import { convert } from 'html-to-text';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { buildMessage, newMessageId, type Address } from './mime';
 import type { Mailer } from './mailer';
+import { htmlToText } from './text';
 
 export interface SystemMailDeps {
   config: Config;
@@ -26,7 +26,7 @@ export async function sendSystemMail(
     to: mail.to,
     subject: mail.subject,
     html: mail.html,
-    text: convert(mail.html, { wordwrap: 100 }),
+    text: htmlToText(mail.html),
     messageId: newMessageId(domain),
     headers: { 'Auto-Submitted': 'auto-generated' },
   });

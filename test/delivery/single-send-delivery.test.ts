@@ -264,3 +264,20 @@ describe('SMTP failures', () => {
     expect(await details(utr)).toMatchObject({ status: 3, delivered: 0, bounces: 1 });
   });
 });
+
+describe('notifications', () => {
+  it('mails the account’s notification recipients when a send starts and completes (with statistics), and keeps the events', async () => {
+    expectSuccess(await api(app, a).form('/notification-recipient/save', { email_address: 'boss@acme.test', email_owner: 'Boss' }));
+    sink.received.length = 0;
+    const utr = await createSend({ single_send_name: 'Notified send' });
+    await worker.drain();
+    const mails = (await sink.byRecipient()).get('boss@acme.test') ?? [];
+    const subjects = mails.map((m) => m.subject);
+    expect(subjects).toEqual(['[Herald] Single send “Notified send” started', '[Herald] Single send “Notified send” completed']);
+    expect(mails[1].text).toMatch(/delivered\s+\d+/);
+    expect(mails[1].text).toContain(utr);
+    const events = await db('account_events').where({ user_id: a.id }).orderBy('id').pluck('type');
+    expect(events.slice(-2)).toEqual(['single_send.started', 'single_send.completed']);
+    await db('notification_recipients').where({ user_id: a.id }).delete();
+  });
+});
