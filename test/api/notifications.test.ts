@@ -138,3 +138,20 @@ describe('POST /notification-recipient/bulk-delete', () => {
     expectVal(await api(app, a).form('/notification-recipient/bulk-delete', {}), { strIds: ['The str ids field is required.'] });
   });
 });
+
+describe('GET /notification-events', () => {
+  it('lists only the account’s own events, newest first; AUTH without keys', async () => {
+    await db('account_events').insert([
+      { user_id: a.id, type: 'sender.verified', subject: 'First', payload: JSON.stringify({ n: 1 }) },
+      { user_id: a.id, type: 'single_send.started', subject: 'Second', payload: JSON.stringify({ n: 2 }) },
+      { user_id: b.id, type: 'sender.verified', subject: 'Theirs', payload: '{}' },
+    ]);
+    const res = await api(app, a).get('/notification-events');
+    expectSuccess(res);
+    expect(res.body.message.events.map((e: { subject: string }) => e.subject)).toEqual(['Second', 'First']);
+    expect(res.body.message.events[0]).toMatchObject({ type: 'single_send.started', payload: { n: 2 }, notified: 0, notify_error: null });
+    const page = await api(app, a).get('/notification-events?page=1&per_page=1');
+    expect(page.body.message.pagination).toEqual({ page: 1, per_page: 1, total: 2 });
+    expectAuthMissing(await api(app).get('/notification-events'));
+  });
+});

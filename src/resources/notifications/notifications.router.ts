@@ -5,7 +5,7 @@ import { listPayload } from '../../http/pagination';
 import { route } from '../../http/routes';
 import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
-import { notificationMessages, notificationRecord, saveNotificationBody } from './notifications.schemas';
+import { eventRecord, notificationMessages, notificationRecord, saveNotificationBody } from './notifications.schemas';
 import * as service from './notifications.service';
 
 const tag = 'Notification recipients';
@@ -48,6 +48,16 @@ export const notificationRoutes = [
       await service.deleteNotificationRecipients(ctx, [id]);
       return ok(messages.deleted);
     },
+  }),
+  route({
+    method: 'get',
+    path: '/notification-events',
+    tag,
+    summary: 'Herald extension: the account’s events (send started/completed, automation live/paused, sender verified…), newest first',
+    list: true,
+    response: z.object({ events: z.array(eventRecord), pagination: pagination.optional() }),
+    failures: ['AUTH'],
+    handle: async ({ ctx, paging }) => ok(listPayload('events', await service.listEvents(ctx, paging))),
   }),
   route({
     method: 'post',

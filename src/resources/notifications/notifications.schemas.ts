@@ -19,3 +19,14 @@ export const notificationRecord = z.strictObject({
   created_at: timestamp(),
   updated_at: timestamp(),
 });
+
+/** An account event (kept in `account_events`, mailed to the notification recipients). */
+export const eventRecord = z.strictObject({
+  id: intId(),
+  type: z.string(),
+  subject: z.string(),
+  payload: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
+  notified: z.number().int().meta({ description: 'how many recipients were mailed' }),
+  notify_error: z.string().nullable(),
+  created_at: timestamp(),
+});

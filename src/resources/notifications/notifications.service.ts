@@ -29,3 +29,13 @@ export async function saveNotificationRecipient(ctx: Ctx, input: SaveNotificatio
 export function deleteNotificationRecipients(ctx: Ctx, ids: number[]): Promise<void> {
   return deleteByIds(ctx, TABLE, ids, { notFound: notFound1 });
 }
+
+/** The account's events, newest first. */
+export function listEvents(ctx: Ctx, paging?: Paging) {
+  const base = scoped(ctx, 'account_events');
+  return listRows(
+    base.clone().select('id', 'type', 'subject', 'payload', 'notified', 'notify_error', 'created_at').orderBy('id', 'desc'),
+    base,
+    paging,
+  );
+}
