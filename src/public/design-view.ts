@@ -1,8 +1,7 @@
 import type { Express } from 'express';
 import type { Deps } from '../context';
+import { isUtr } from '../resources/shared/crud';
 import { pageErrors, sendPage } from './page';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * GET /design/<automation email utr> (`design_url`): the email's HTML as designed, served
@@ -13,7 +12,7 @@ export function mountDesignView(app: Express, deps: Deps): void {
     '/design/:utr',
     pageErrors(async (req, res) => {
       const utr = String(req.params.utr);
-      const row = UUID.test(utr)
+      const row = isUtr(utr)
         ? await deps.db('automation_schedules as s')
             .join('templates as t', 't.id', 's.template_id')
             .join('automations as a', 'a.id', 's.automation_id')

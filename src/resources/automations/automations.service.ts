@@ -6,12 +6,11 @@ import { MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import type { Listed, Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../notifications/events';
-import { scoped } from '../shared/crud';
+import { isUtr, lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
 
 export const LIVE_REFUSED = 'Unsubscribe group require to live automation';
 export const PAUSE_REFUSED = 'Only a live automation can be paused';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface AutomationRow {
   id: number;
@@ -83,7 +82,7 @@ export async function listAutomations(ctx: Ctx, paging?: Paging): Promise<Listed
 }
 
 export async function findAutomation(ctx: Ctx, utr: string, notFound: NotFound, db: Knex = ctx.db, lock = false): Promise<AutomationRow> {
-  if (!UUID.test(utr)) throw notFound();
+  if (!isUtr(utr)) throw notFound();
   const q = live(ctx, db).where('a.utr', utr.toLowerCase()).first('a.*');
   if (lock) q.forUpdate();
   const row = (await q) as AutomationRow | undefined;
@@ -229,18 +228,8 @@ export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<voi
 
 /** Soft delete (ids or utrs, all or nothing); entered contacts stop and queued emails are cancelled. */
 export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void> {
-  // An id beyond PostgreSQL's integer range names nothing: it counts as neither kind, so NF2.
-  const ids = keys.filter((k) => /^\d{1,10}$/.test(k) && Number(k) <= MAX_INT).map(Number);
-  const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
-  if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
   await ctx.db.transaction(async (trx) => {
-    const found = (await live(ctx, trx)
-      .where((q) => q.whereIn('a.id', ids).orWhereIn('a.utr', utrs))
-      .forUpdate()
-      .select('a.id', 'a.utr')) as Array<{ id: number; utr: string }>;
-    const matched = new Set(keys.filter((k) => found.some((f) => String(f.id) === k || f.utr === k.toLowerCase())));
-    if (matched.size !== new Set(keys).size) throw notFound2();
-    const automationIds = found.map((f) => f.id);
+    const automationIds = await lockByKeys(ctx, trx, 'automations', keys, notFound2);
     await trx('automations').whereIn('id', automationIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
     await trx('automation_contacts')
       .whereIn('automation_id', automationIds)

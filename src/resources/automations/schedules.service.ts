@@ -3,10 +3,10 @@ import type { Config } from '../../config';
 import type { Ctx } from '../../context';
 import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
+import { isUtr } from '../shared/crud';
 import { findAutomation } from './automations.service';
 import type { CreateScheduleInput } from './automations.schemas';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const COLUMNS = [
   'id',
   'user_id',
@@ -81,7 +81,7 @@ export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Prom
  * move on to the next email when their time comes (see the engine).
  */
 export async function deleteSchedule(ctx: Ctx, utr: string): Promise<void> {
-  if (!UUID.test(utr)) throw notFound2();
+  if (!isUtr(utr)) throw notFound2();
   const changed = await ctx
     .db('automation_schedules as s')
     .where('s.user_id', ctx.userId)

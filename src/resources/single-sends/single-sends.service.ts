@@ -5,11 +5,10 @@ import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
 import { MAX_INT } from '../../http/fields';
 import type { Listed, Paging } from '../../http/pagination';
-import { scoped } from '../shared/crud';
+import { isUtr, lockByKeys, scoped } from '../shared/crud';
 import { senderAddress } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
 export interface RecipientRef {
@@ -117,7 +116,7 @@ export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
 export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock = false): Promise<SingleSendRow> {
-  if (!UUID.test(utr)) throw notFound2();
+  if (!isUtr(utr)) throw notFound2();
   const q = live(ctx, db).where('s.utr', utr.toLowerCase()).first('s.*');
   if (lock) q.forUpdate();
   const row = (await q) as SingleSendRow | undefined;
@@ -126,7 +125,7 @@ export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock =
 }
 
 export async function getSingleSend(ctx: Ctx, utr: string) {
-  if (!UUID.test(utr)) throw notFound2();
+  if (!isUtr(utr)) throw notFound2();
   const row = (await withOpenTokens(ctx, live(ctx)).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
   if (!row) throw notFound2();
   return toRecord(row);
@@ -284,17 +283,8 @@ export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string
  * messages already with the SMTP server finish, and their links keep working.
  */
 export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void> {
-  const ids = keys.filter((k) => /^\d{1,10}$/.test(k) && Number(k) <= MAX_INT).map(Number);
-  const utrs = keys.filter((k) => UUID.test(k)).map((k) => k.toLowerCase());
-  if (ids.length + utrs.length !== keys.length || keys.length === 0) throw notFound2();
   await ctx.db.transaction(async (trx) => {
-    const found = (await live(ctx, trx)
-      .where((q) => q.whereIn('s.id', ids).orWhereIn('s.utr', utrs))
-      .forUpdate()
-      .select('s.id', 's.utr')) as Array<{ id: number; utr: string }>;
-    const matched = new Set(keys.filter((k) => found.some((f) => String(f.id) === k || f.utr === k.toLowerCase())));
-    if (matched.size !== new Set(keys).size) throw notFound2();
-    const sendIds = found.map((f) => f.id);
+    const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
     await trx('single_sends').whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
     await trx('deliveries').whereIn('single_send_id', sendIds).where('status', 'queued').update({ status: 'cancelled' });
   });
