@@ -89,6 +89,36 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   };
 }
 
+interface PoolCounts {
+  numUsed(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+}
+
+/**
+ * Resolves true once the database pool has been idle for `quietMs` (no query running, none
+ * waiting for a connection), false if that has not happened within `maxMs`. A request cut off
+ * by SHUTDOWN_TIMEOUT_MS keeps running in its handler — a CSV import's transaction, say — and
+ * must be let commit or roll back and record its outcome before the pool goes away (a pool
+ * being destroyed hands out no more connections, so the import's record would stay
+ * `running`); the quiet period also lets aborted uploads' temporary files be removed.
+ */
+async function databaseSettled(db: Knex, quietMs: number, maxMs: number): Promise<boolean> {
+  const pool = (db.client as { pool?: PoolCounts }).pool;
+  if (!pool) return true;
+  const deadline = Date.now() + maxMs;
+  let quietSince = Date.now();
+  while (Date.now() < deadline) {
+    if (pool.numUsed() + pool.numPendingAcquires() + pool.numPendingCreates() > 0) quietSince = Date.now();
+    else if (Date.now() - quietSince >= quietMs) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return false;
+}
+
+/** How long shutdown waits for cut-off requests' database work (a second signal exits at once). */
+const SETTLE_MAX_MS = 60_000;
+
 /** config → database → migrate + seed → HTTP. Shutdown is the reverse, after draining. */
 export async function startServer(config: Config, logger: Logger): Promise<Running> {
   const database = await resolveDatabase(config, logger);
@@ -121,6 +151,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         // The worker stops claiming and finishes the messages in flight meanwhile.
         await Promise.all([closed, worker?.stop()]);
         clearTimeout(timer);
+        if (!(await databaseSettled(db!, 200, SETTLE_MAX_MS))) {
+          logger.warn({ waitedMs: SETTLE_MAX_MS }, 'requests still have database work running; stopping anyway');
+        }
         await mailer!.close();
         await db!.destroy();
         await database.stop();
