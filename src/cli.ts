@@ -33,7 +33,7 @@ async function withDatabase<T>(fn: (db: Knex, logger: Logger) => Promise<T>): Pr
   const cfg = config();
   const logger = cliLogger(cfg);
   const database = await resolveDatabase(cfg, logger, true);
-  const db = createDb({ url: database.url, poolMax: 2 });
+  const db = createDb({ url: database.url, poolMax: 2, logger });
   try {
     return await fn(db, logger);
   } finally {

@@ -60,7 +60,7 @@ export interface RunningWorker {
 /** `herald worker`: the delivery worker alone (no HTTP), for running several beside the API. */
 export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
   const database = await resolveDatabase(config, logger, true);
-  const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-worker' });
+  const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-worker', logger });
   try {
     await prepareDatabase(db, logger);
   } catch (err) {
@@ -125,7 +125,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let db: Knex | undefined;
   let mailer: Mailer | undefined;
   try {
-    db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs });
+    db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, logger });
     await prepareDatabase(db, logger);
     await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
     mailer = createMailer(config);

@@ -1,4 +1,5 @@
 import knexFactory, { type Knex } from 'knex';
+import type { Logger } from '../logger';
 import { installTypeParsers } from './types';
 
 export type Db = Knex;
@@ -9,6 +10,8 @@ export interface DbOptions {
   /** statement_timeout for every session; 0 disables it. */
   queryTimeoutMs?: number;
   applicationName?: string;
+  /** Where knex's own warnings go (connection errors, …); they print to stdout otherwise. */
+  logger?: Logger;
 }
 
 /**
@@ -35,5 +38,17 @@ export function createDb(opts: DbOptions): Knex {
       idleTimeoutMillis: 30_000,
     },
     acquireConnectionTimeout: 5000,
+    log: opts.logger ? knexLog(opts.logger) : undefined,
   });
+}
+
+/** knex's log hooks on pino: JSON lines like everything else, not console.log stack dumps. */
+function knexLog(logger: Logger) {
+  const text = (m: unknown) => (m instanceof Error ? m.message : typeof m === 'string' ? m : JSON.stringify(m));
+  return {
+    warn: (m: unknown) => logger.warn({ source: 'knex' }, text(m)),
+    error: (m: unknown) => logger.error({ source: 'knex' }, text(m)),
+    deprecate: (m: unknown) => logger.debug({ source: 'knex' }, text(m)),
+    debug: (m: unknown) => logger.debug({ source: 'knex' }, text(m)),
+  };
 }

@@ -38,7 +38,7 @@ export function setupApp(env: Record<string, string> = {}, isolated?: IsolatedNa
     PUBLIC_URL: 'http://herald.test',
     ...env,
   });
-  const db = createDb({ url, poolMax: 4 });
+  const db = createDb({ url, poolMax: 4, logger: createLogger('silent') });
   const mailer = memoryMailer();
   const app = createApp({ config, db, logger: createLogger('silent'), mailer });
   afterAll(() => db.destroy());
