@@ -56,6 +56,9 @@ function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false
     }
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(obj)) {
+      // `__proto__` (an own key after JSON.parse or node's querystring) would replace the
+      // object's prototype instead of adding a field: no field has that name, drop it.
+      if (k === '__proto__') continue;
       const n = normalizeValue(x, VERBATIM.has(k), MAPS.has(k), isMap, POSITIONAL.has(k) && !isMap);
       if (n !== undefined) out[k] = n;
     }
@@ -71,11 +74,12 @@ function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false
 function foldBracketKeys(obj: Record<string, unknown>): Record<string, unknown> {
   if (!Object.keys(obj).some((k) => k.includes('['))) return obj;
   const out: Record<string, unknown> = {};
-  const pending: Record<string, Array<[number, unknown]>> = {};
+  // No prototype: names like `constructor[0]` or `toString[]` must not find Object's members.
+  const pending: Record<string, Array<[number, unknown]>> = Object.create(null);
   for (const [k, v] of Object.entries(obj)) {
     const m = /^([^[\]]+)\[(\d*)\]$/.exec(k);
     if (!m) {
-      out[k] = v;
+      if (k !== '__proto__') out[k] = v;
       continue;
     }
     const items = (pending[m[1]] ??= []);
@@ -83,7 +87,9 @@ function foldBracketKeys(obj: Record<string, unknown>): Record<string, unknown> 
     for (const value of values) items.push([m[2] === '' ? Number.MAX_SAFE_INTEGER : Number(m[2]), value]);
   }
   for (const [name, items] of Object.entries(pending)) {
-    const existing = out[name] === undefined ? [] : Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]];
+    if (name === '__proto__') continue;
+    const own = Object.hasOwn(out, name) ? out[name] : undefined;
+    const existing = own === undefined ? [] : Array.isArray(own) ? (own as unknown[]) : [own];
     out[name] = [...existing, ...items.sort((a, b) => a[0] - b[0]).map(([, v]) => v)];
   }
   return out;

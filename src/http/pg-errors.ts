@@ -52,6 +52,9 @@ export function translateDbError(err: unknown): AppError | undefined {
       return new AppError(422, 'A value is longer than the field allows.');
     case '22003': // numeric_value_out_of_range
       return new AppError(422, 'A number is out of range.');
+    case '22021': // character_not_in_repertoire: text cannot hold a NUL character
+    case '22P05': // untranslatable_character: nor can jsonb (\u0000)
+      return new AppError(422, 'A value contains a character that cannot be stored (NUL).');
     case '22P02': // invalid_text_representation
     case '22007': // invalid_datetime_format
     case '22008': // datetime_field_overflow

@@ -93,6 +93,9 @@ function readId(def: IdParam, query: Record<string, unknown>, body: Record<strin
     if (def.requiredMessage) throw invalid({ [def.name]: [`The ${def.name.replace(/_/g, ' ')} field is required.`] });
     throw def.notFound();
   }
+  // Nested form values (`id[0][x]=…`) are objects: they cannot name a record (and String()
+  // of an object with its own `toString` field would throw).
+  if (typeof value !== 'string' && typeof value !== 'number') throw def.notFound();
   const text = String(value);
   if (def.kind === 'utr') {
     if (!UTR_PATTERN.test(text)) throw def.notFound();

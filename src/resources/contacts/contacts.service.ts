@@ -142,6 +142,12 @@ function readCustomValues(fields: CustomField[], input: Record<string, unknown>,
   const byName = new Map(fields.map((f) => [f.field_name.toLowerCase(), f]));
   const out: Record<string, string> = {};
   const take = (field: CustomField, raw: unknown, key: string) => {
+    // A top-level `<name>` field is not checked by the form schema: it may be nested
+    // (`plan[0]=…`, a JSON object), which is no value of a field.
+    if (raw !== undefined && raw !== null && typeof raw !== 'string' && typeof raw !== 'number') {
+      errors[key] = [`The ${field.field_name.replace(/_/g, ' ')} must be a string.`];
+      return;
+    }
     const text = String(raw ?? '');
     if (text.trim() === '') {
       out[String(field.id)] = '';

@@ -1,0 +1,438 @@
+import type request from 'supertest';
+import { api, setupApp } from '../helpers/app';
+import { isBulkDelete, notFoundText, operations, referenceFields } from './lib/routes';
+import { accountRows, digest } from './lib/snapshot';
+import { buildWorld, type World } from './lib/world';
+
+/**
+ * The tenant isolation matrix. Account B uses its own, valid keys on account A's records:
+ * every operation that takes an id or a utr (query or body, bulk deletes, Herald's
+ * extensions) must answer not found (NF1/NF2 as the route says) — or, for a reference
+ * inside a form, VAL on that field — and change nothing of A's (nor of B's). The list of
+ * operations comes from the route table: a route that takes an id and has no row here
+ * fails the coverage test. Each row is also replayed with A's own keys on a fresh copy of
+ * A's records, which must NOT answer not found: that proves the ids in the row are real.
+ */
+const { app, db, mailer } = setupApp();
+
+type Http = ReturnType<typeof api>;
+/** Builds the request: `t` owns the records named, `me` is the caller (its records fill the rest). */
+type Send = (http: Http, t: World, me: World) => request.Test;
+
+interface Case {
+  /** What the row shows, e.g. `id`, `strIds (mixed)`. */
+  name: string;
+  /** The id param or body fields that name `t`'s records. */
+  refs: string[];
+  send: Send;
+  /** NF for ids (the route's own NF1/NF2 text), VAL (422 on a `refs` field) for references in a form. */
+  expect: 'NF' | 'VAL';
+}
+
+const q = (path: string, params: Record<string, string | number>) =>
+  `${path}?${new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+
+let seq = 0;
+const contactBody = (me: World, typeId = me.contactTypeId) => ({
+  contact_type_id: typeId,
+  email: `${me.marker}.fresh${(seq += 1)}@example.com`,
+  first_name: 'Eve',
+  country: me.countryId,
+});
+const groupBody = { group_name: 'Renamed', description: 'Changed', is_display: 0 };
+const senderBody = (me: World) => ({
+  from_name: 'Changed',
+  from_email: `${me.marker}.changed@example.com`,
+  reply_to_email: `${me.marker}.changed@example.com`,
+  country_id: me.countryId,
+  company_address: 'Elsewhere 2',
+  nickname: 'changed',
+});
+const segmentBody = (me: World, typeId = me.contactTypeId, fieldId = me.emailFieldId) => ({
+  segment_name: 'Changed segment',
+  contact_type_id: typeId,
+  select_field: [fieldId],
+  select_operator: fieldId === me.emailFieldId ? ['contains'] : ['is'],
+  value: ['x'],
+});
+const sendBody = (me: World, over: Record<string, unknown> = {}) => ({
+  template_id: 1,
+  template_html: '<html><body><p>Changed</p></body></html>',
+  sender_id: me.senderId,
+  unsubscribe_group_id: me.groupId,
+  single_send_name: 'Changed send',
+  subject: 'Changed subject',
+  preheader: 'Changed preheader',
+  recipient_id: [`contacts_${me.contactTypeId}`],
+  schedule_type: 1,
+  schedule_date: '2099-02-01',
+  schedule_time: '09:00:00',
+  ...over,
+});
+const scheduleBody = (me: World, over: Record<string, unknown> = {}) => ({
+  utr: me.automationUtr,
+  sender_id: me.senderId,
+  subject: 'Another step',
+  waiting_period: 2,
+  waiting_type: 'days',
+  template_id: 1,
+  preview_img: 'custom.png',
+  template_html: '<html><body>step</body></html>',
+  ...over,
+});
+const idCase = (name: string, send: Send): Case => ({ name, refs: [name], send, expect: 'NF' });
+/** A bulk delete: `t`'s ids alone, and mixed with the caller's own (all or nothing: the caller's stay too). */
+const bulkCases = (path: string, ids: (w: World) => Array<string | number>): Case[] => [
+  { name: 'strIds', refs: ['strIds'], expect: 'NF', send: (h, t) => bulk(h, path, ids(t)) },
+  { name: 'strIds (mixed with own)', refs: ['strIds'], expect: 'NF', send: (h, t, me) => bulk(h, path, [ids(me)[0], ids(t)[0]]) },
+];
+/** Bulk deletes are application/x-www-form-urlencoded (spec rule 4). */
+function bulk(h: Http, path: string, ids: Array<string | number>): request.Test {
+  return h.urlencoded(path, ids.map((id, i) => `strIds[${i}]=${encodeURIComponent(String(id))}`).join('&'));
+}
+
+/** The matrix, by operation. */
+const MATRIX: Record<string, Case[]> = {
+  'DELETE /global-unsubscribes/delete': [idCase('id', (h, t) => h.delete(q('/global-unsubscribes/delete', { id: t.globalUnsubscriberIds[0] })))],
+  'POST /global-unsubscribes/bulk-delete': bulkCases('/global-unsubscribes/bulk-delete', (w) => w.globalUnsubscriberIds),
+
+  'GET /segment/email/list': [idCase('segment_id', (h, t) => h.get(q('/segment/email/list', { segment_id: t.segmentId })))],
+  'POST /segment/email/store': [
+    {
+      name: 'segment_id',
+      refs: ['segment_id'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h.form('/segment/email/store', { segment_id: t.segmentId, first_name: 'Eve', last_name: 'X', email: `${me.marker}.eve@example.com` }),
+    },
+  ],
+  'DELETE /segment/email/delete': [
+    idCase('segment_recipient_id', (h, t) => h.delete(q('/segment/email/delete', { segment_recipient_id: t.segmentRecipientId }))),
+  ],
+  'DELETE /segment/delete': [idCase('segment_id', (h, t) => h.delete(q('/segment/delete', { segment_id: t.segmentId })))],
+  'POST /segment/save': [
+    { name: 'contact_type_id', refs: ['contact_type_id'], expect: 'VAL', send: (h, t, me) => h.form('/segment/save', segmentBody(me, t.contactTypeId)) },
+    {
+      name: 'select_field (a custom field of t)',
+      refs: ['select_field'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/segment/save', segmentBody(me, me.contactTypeId, t.customFieldId)),
+    },
+  ],
+  'POST /segment/update': [
+    idCase('segment_id', (h, t, me) => h.form(q('/segment/update', { segment_id: t.segmentId }), segmentBody(me))),
+    {
+      name: 'contact_type_id',
+      refs: ['contact_type_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form(q('/segment/update', { segment_id: me.segmentId }), segmentBody(me, t.contactTypeId)),
+    },
+    {
+      name: 'select_field (a custom field of t)',
+      refs: ['select_field'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form(q('/segment/update', { segment_id: me.segmentId }), segmentBody(me, me.contactTypeId, t.customFieldId)),
+    },
+  ],
+  'GET /segment/details': [idCase('segment_id', (h, t) => h.get(q('/segment/details', { segment_id: t.segmentId })))],
+
+  'GET /unsubscribes-groups/details': [idCase('id', (h, t) => h.get(q('/unsubscribes-groups/details', { id: t.groupId })))],
+  'POST /unsubscribes-groups/update': [idCase('id', (h, t) => h.form(q('/unsubscribes-groups/update', { id: t.groupId }), groupBody))],
+  'DELETE /unsubscribes-groups/delete': [idCase('id', (h, t) => h.delete(q('/unsubscribes-groups/delete', { id: t.groupId })))],
+  'POST /unsubscribes-groups/manually-add': [
+    {
+      name: 'unsubscribe_groups_id',
+      refs: ['unsubscribe_groups_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/unsubscribes-groups/manually-add', { unsubscribe_groups_id: t.groupId, email_address: `${me.marker}.x@example.com` }),
+    },
+  ],
+  'GET /unsubscribes-groups/recipients-list': [
+    idCase('groupId', (h, t) => h.get(q('/unsubscribes-groups/recipients-list', { groupId: t.groupId }))),
+  ],
+  'DELETE /unsubscribes-groups/recipients-delete': [
+    idCase('id', (h, t) => h.delete(q('/unsubscribes-groups/recipients-delete', { id: t.groupRecipientIds[0] }))),
+  ],
+  'POST /unsubscribes-groups/recipients-bulk-delete': bulkCases('/unsubscribes-groups/recipients-bulk-delete', (w) => w.groupRecipientIds),
+
+  'GET /contacts-type/view': [idCase('contact_type_id', (h, t) => h.get(q('/contacts-type/view', { contact_type_id: t.contactTypeId })))],
+  'POST /contacts-type/update': [idCase('id', (h, t) => h.form('/contacts-type/update', { id: t.contactTypeId, name: 'Renamed list' }))],
+  'DELETE /contacts-type/delete': [idCase('contact_type_id', (h, t) => h.delete(q('/contacts-type/delete', { contact_type_id: t.contactTypeId })))],
+
+  'POST /contacts/add': [
+    { name: 'contact_type_id', refs: ['contact_type_id'], expect: 'VAL', send: (h, t, me) => h.form('/contacts/add', contactBody(me, t.contactTypeId)) },
+    {
+      name: 'custom_field[<a custom field of t>]',
+      refs: ['custom_field'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/contacts/add', { ...contactBody(me), [`custom_field[${t.customFieldName}]`]: 'x' }),
+    },
+  ],
+  'POST /contacts/upload-csv': [
+    {
+      name: 'contact_type_id',
+      refs: ['contact_type_id'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h
+          .form('/contacts/upload-csv', { contact_type_id: t.contactTypeId })
+          .attach('file', Buffer.from(`email,first_name\n${me.marker}.up@example.com,Up\n`), { filename: 'list.csv', contentType: 'text/csv' }),
+    },
+  ],
+  'GET /contacts/details': [idCase('contact_id', (h, t) => h.get(q('/contacts/details', { contact_id: t.contactIds[0] })))],
+  'POST /contacts/update': [
+    idCase('contact_id', (h, t, me) => h.form('/contacts/update', { contact_id: t.contactIds[0], ...contactBody(me) })),
+    {
+      name: 'contact_type_id',
+      refs: ['contact_type_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/contacts/update', { contact_id: me.contactIds[0], ...contactBody(me, t.contactTypeId) }),
+    },
+  ],
+  'DELETE /contacts/delete': [idCase('contact_id', (h, t) => h.delete(q('/contacts/delete', { contact_id: t.contactIds[0] })))],
+  'POST /contacts/bulk-delete': bulkCases('/contacts/bulk-delete', (w) => w.contactIds),
+
+  'DELETE /custom-fields/delete': [idCase('id', (h, t) => h.delete(q('/custom-fields/delete', { id: t.customFieldId })))],
+
+  'POST /single/send/create': [
+    { name: 'sender_id', refs: ['sender_id'], expect: 'VAL', send: (h, t, me) => h.form('/single/send/create', sendBody(me, { sender_id: t.senderId })) },
+    {
+      name: 'unsubscribe_group_id',
+      refs: ['unsubscribe_group_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/create', sendBody(me, { unsubscribe_group_id: t.groupId })),
+    },
+    {
+      name: 'recipient_id (contacts_)',
+      refs: ['recipient_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/create', sendBody(me, { recipient_id: [`contacts_${t.contactTypeId}`] })),
+    },
+    {
+      name: 'recipient_id (segments_)',
+      refs: ['recipient_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/create', sendBody(me, { recipient_id: [`segments_${t.segmentId}`] })),
+    },
+    {
+      name: 'exclude_specific_recipient_id',
+      refs: ['exclude_specific_recipient_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/create', sendBody(me, { exclude_specific_recipient_id: [`contacts_${t.contactTypeId}`] })),
+    },
+  ],
+  'GET /single/send/duplicate': [idCase('utr', (h, t) => h.get(q('/single/send/duplicate', { utr: t.singleSendUtr })))],
+  'POST /single/send/duplicate': [idCase('utr', (h, t) => h.form(q('/single/send/duplicate', { utr: t.singleSendUtr }), {}))],
+  'GET /single-send/details': [idCase('utr', (h, t) => h.get(q('/single-send/details', { utr: t.singleSendUtr })))],
+  'POST /single/send/update': [
+    idCase('utr', (h, t, me) => h.form('/single/send/update', { utr: t.singleSendUtr, ...sendBody(me) })),
+    {
+      name: 'sender_id',
+      refs: ['sender_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/update', { utr: me.singleSendUtr, ...sendBody(me, { sender_id: t.senderId }) }),
+    },
+    {
+      name: 'unsubscribe_group_id',
+      refs: ['unsubscribe_group_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/update', { utr: me.singleSendUtr, ...sendBody(me, { unsubscribe_group_id: t.groupId }) }),
+    },
+    {
+      name: 'recipient_id',
+      refs: ['recipient_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/single/send/update', { utr: me.singleSendUtr, ...sendBody(me, { recipient_id: [`segments_${t.segmentId}`] }) }),
+    },
+    {
+      name: 'exclude_specific_recipient_id',
+      refs: ['exclude_specific_recipient_id'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h.form('/single/send/update', { utr: me.singleSendUtr, ...sendBody(me, { exclude_specific_recipient_id: [`segments_${t.segmentId}`] }) }),
+    },
+  ],
+  'DELETE /single/send/delete': [idCase('utr', (h, t) => h.delete(q('/single/send/delete', { utr: t.singleSendUtr })))],
+  'POST /single/send/bulk-delete': [
+    ...bulkCases('/single/send/bulk-delete', (w) => [w.singleSendUtr]),
+    { name: 'strIds (by id)', refs: ['strIds'], expect: 'NF', send: (h, t) => bulk(h, '/single/send/bulk-delete', [t.singleSendId]) },
+  ],
+
+  'POST /automations/create': [
+    {
+      name: 'automation_for (contacts_)',
+      refs: ['automation_for'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h.form('/automations/create', { type: 'custom', automation_for: `contacts_${t.contactTypeId}`, automation_name: 'X', unsubscribe_group_id: me.groupId }),
+    },
+    {
+      name: 'automation_for (segments_)',
+      refs: ['automation_for'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h.form('/automations/create', { type: 'welcome', automation_for: `segments_${t.segmentId}`, automation_name: 'X', unsubscribe_group_id: me.groupId }),
+    },
+    {
+      name: 'unsubscribe_group_id',
+      refs: ['unsubscribe_group_id'],
+      expect: 'VAL',
+      send: (h, t, me) =>
+        h.form('/automations/create', { type: 'custom', automation_for: `contacts_${me.contactTypeId}`, automation_name: 'X', unsubscribe_group_id: t.groupId }),
+    },
+  ],
+  'GET /automations/duplicate': [idCase('utr', (h, t) => h.get(q('/automations/duplicate', { utr: t.automationUtr })))],
+  'GET /automations/details': [idCase('utr', (h, t) => h.get(q('/automations/details', { utr: t.automationUtr })))],
+  'GET /automations/pause': [idCase('utr', (h, t) => h.get(q('/automations/pause', { utr: t.automationUtr })))],
+  'GET /automations/set-live': [idCase('utr', (h, t) => h.get(q('/automations/set-live', { utr: t.automationUtr })))],
+  'DELETE /automations/delete': [idCase('utr', (h, t) => h.delete(q('/automations/delete', { utr: t.automationUtr })))],
+  'POST /automations/bulk-delete': [
+    ...bulkCases('/automations/bulk-delete', (w) => [w.automationUtr]),
+    { name: 'strIds (by id)', refs: ['strIds'], expect: 'NF', send: (h, t) => bulk(h, '/automations/bulk-delete', [t.automationId]) },
+  ],
+  'GET /automations/schedule': [idCase('utr', (h, t) => h.get(q('/automations/schedule', { utr: t.automationUtr })))],
+  'POST /automations/schedule/create': [
+    { name: 'utr', refs: ['utr'], expect: 'VAL', send: (h, t, me) => h.form('/automations/schedule/create', scheduleBody(me, { utr: t.automationUtr })) },
+    {
+      name: 'sender_id',
+      refs: ['sender_id'],
+      expect: 'VAL',
+      send: (h, t, me) => h.form('/automations/schedule/create', scheduleBody(me, { sender_id: t.senderId })),
+    },
+  ],
+  'DELETE /automations/schedule/delete': [idCase('utr', (h, t) => h.delete(q('/automations/schedule/delete', { utr: t.scheduleUtr })))],
+  'GET /automations/contacts': [idCase('utr', (h, t) => h.get(q('/automations/contacts', { utr: t.automationUtr })))],
+
+  'DELETE /notification-recipient/delete': [idCase('id', (h, t) => h.delete(q('/notification-recipient/delete', { id: t.notificationIds[0] })))],
+  'POST /notification-recipient/bulk-delete': bulkCases('/notification-recipient/bulk-delete', (w) => w.notificationIds),
+
+  'GET /sender/details': [idCase('sender_id', (h, t) => h.get(q('/sender/details', { sender_id: t.senderId })))],
+  'POST /sender/update': [idCase('sender_id', (h, t, me) => h.form('/sender/update', { sender_id: t.senderId, ...senderBody(me) }))],
+  'DELETE /sender/delete': [idCase('sender_id', (h, t) => h.delete(q('/sender/delete', { sender_id: t.senderId })))],
+  'GET /sender/resend-mail': [idCase('sender_id', (h, t) => h.get(q('/sender/resend-mail', { sender_id: t.senderId })))],
+};
+
+const ops = operations();
+/** Operations that name records: an id param, or reference fields in the form. */
+const referencing = ops.filter((op) => op.def.id || referenceFields(op.def).length > 0);
+/** Operations with neither: lists and other reads, checked for leaks by marker. */
+const reads = ops.filter((op) => !op.def.id && !op.def.body);
+
+
+let A: World;
+let B: World;
+
+beforeAll(async () => {
+  [A, B] = await Promise.all([buildWorld(app, db), buildWorld(app, db)]);
+}, 60_000);
+
+describe('the matrix covers the route table', () => {
+  it('has a row for every operation that takes an id, a utr or a reference to another record', () => {
+    const missing: string[] = [];
+    for (const op of referencing) {
+      const cases = MATRIX[op.key];
+      if (!cases) {
+        missing.push(op.key);
+        continue;
+      }
+      const covered = new Set(cases.flatMap((c) => c.refs));
+      const wanted = [...(op.def.id ? [op.def.id.name] : []), ...referenceFields(op.def)];
+      for (const name of wanted) if (!covered.has(name)) missing.push(`${op.key} (${name})`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('has no row for an operation that no longer exists', () => {
+    const known = new Set(ops.map((o) => o.key));
+    expect(Object.keys(MATRIX).filter((k) => !known.has(k))).toEqual([]);
+  });
+
+  it('covers the bulk deletes and both methods of rule-9 routes', () => {
+    expect(ops.filter((o) => isBulkDelete(o.def)).every((o) => MATRIX[o.key])).toBe(true);
+    expect(MATRIX['GET /single/send/duplicate']).toBeDefined();
+    expect(MATRIX['POST /single/send/duplicate']).toBeDefined();
+    expect(referencing.length).toBeGreaterThanOrEqual(45);
+  });
+});
+
+const rows = referencing.flatMap((op) => (MATRIX[op.key] ?? []).map((c) => ({ op, c, label: `${op.key} — ${c.name}` })));
+
+describe("account B's keys on account A's records", () => {
+  it.each(rows)('$label: not found, nothing changes', async ({ op, c }) => {
+    const beforeA = await accountRows(db, A.account.id);
+    const beforeB = await digest(db, B.account.id);
+    const mails = mailer.sent.length;
+
+    const res = await c.send(api(app, B.account), A, B);
+
+    if (c.expect === 'NF') {
+      expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { status: 'failed', errors: notFoundText(op.def) } });
+    } else {
+      expect(res.status).toBe(422);
+      expect(res.body.status).toBe('failed');
+      const fields = Object.keys(res.body.errors ?? {});
+      expect(fields.some((f) => c.refs.some((r) => f === r || f.startsWith(`${r}.`)))).toBe(true);
+    }
+    // Nothing of A's changed, nothing of B's was half-written, no mail went out.
+    expect(await accountRows(db, A.account.id)).toEqual(beforeA);
+    expect(await digest(db, B.account.id)).toEqual(beforeB);
+    expect(mailer.sent.length).toBe(mails);
+  });
+});
+
+describe("control: account A's own keys on the same requests", () => {
+  let shared: World | undefined;
+  it.each(rows)('$label: found (the row names real records)', async ({ op, c }) => {
+    // Deletes get a fresh copy of A's records each, so one row's delete cannot mask another.
+    const destructive = op.method === 'delete' || isBulkDelete(op.def);
+    const own = destructive ? await buildWorld(app, db) : (shared ??= await buildWorld(app, db));
+    const res = await c.send(api(app, own.account), own, own);
+    if (c.expect === 'NF') {
+      expect(res.status).not.toBe(404);
+      expect(res.status).toBeLessThan(500);
+    } else {
+      expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { status: 'success' } });
+    }
+  });
+});
+
+describe("lists and reads with B's keys never show A's records", () => {
+  it.each(reads.map((op) => ({ op, label: op.key })))('$label', async ({ op }) => {
+    const send = (w: World) => {
+      const h = api(app, w.account);
+      return op.method === 'post' ? h.form(op.path, {}) : h.get(op.path);
+    };
+    const theirs = await send(B);
+    expect(theirs.status).toBe(200);
+    expect(theirs.text).not.toContain(A.marker);
+    expect(theirs.text).not.toMatch(new RegExp(`"user_id":${A.account.id}[,}]`));
+    // Control: where A's own answer shows A's records, the marker is how they are recognised.
+    const mine = await send(A);
+    expect(mine.status).toBe(200);
+    if (OWN_DATA_VISIBLE.has(op.key)) expect(mine.text).toContain(A.marker);
+  });
+
+  it('every read that shows account data is listed as such (so its control runs)', () => {
+    const global = new Set(['GET /reserve-fields', 'GET /get-design/template', 'GET /get/country-state-city']);
+    expect(reads.map((o) => o.key).filter((k) => !global.has(k) && !OWN_DATA_VISIBLE.has(k))).toEqual([]);
+  });
+});
+
+/** Reads whose answer, for the owner, contains the owner's records (hence its marker). */
+const OWN_DATA_VISIBLE = new Set([
+  'GET /global-unsubscribes',
+  'GET /segment/list',
+  'GET /unsubscribes-groups',
+  'GET /contacts-type',
+  'GET /contacts/list',
+  'GET /contacts/csv-sample/download',
+  'GET /contacts/imports',
+  'GET /custom-fields',
+  'GET /get-dynamic/content',
+  'GET /single-send/list',
+  'GET /automations',
+  'GET /notification-recipients',
+  'GET /notification-events',
+  'GET /senders',
+  'POST /senders',
+]);
