@@ -17,22 +17,49 @@ export interface ClaimedRow {
   attempts: number;
 }
 
+/**
+ * Claims up to `limit` due rows, oldest `next_attempt_at` first, by walking
+ * `deliveries_due_index` in order and stopping after `limit` rows: a cost independent of the
+ * queue's length. The order is the index's alone (no `id` tie-break: a fan-out chunk shares one
+ * timestamp, and sorting by id made PostgreSQL read and sort the whole chunk on every claim).
+ *
+ * Bitmap scans are switched off for this statement: right after a large fan-out the table's
+ * statistics still say "few queued rows" (autovacuum has not analyzed it yet), and the planner
+ * then prefers a bitmap scan of *every* queued row plus a sort — measured at 50–120 ms per
+ * claim with 100,000 queued rows (the sort spilling to disk), growing with the audience.
+ */
 export async function claimBatch(db: Knex, limit: number, leaseMs: number): Promise<ClaimedRow[]> {
-  const result = await db.raw(
-    `WITH picked AS (
-       SELECT id FROM deliveries
-       WHERE status = 'queued' AND next_attempt_at <= now()
-       ORDER BY next_attempt_at, id
-       LIMIT ?
-       FOR UPDATE SKIP LOCKED
-     )
-     UPDATE deliveries d
-     SET status = 'sending', attempts = d.attempts + 1, locked_until = now() + (? * interval '1 millisecond')
-     FROM picked WHERE d.id = picked.id
-     RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.email, d.token, d.data, d.attempts`,
-    [limit, leaseMs],
+  return db.transaction(async (trx) => {
+    await trx.raw('SET LOCAL enable_bitmapscan = off');
+    const result = await trx.raw(
+      `WITH picked AS (
+         SELECT id FROM deliveries
+         WHERE status = 'queued' AND next_attempt_at <= now()
+         ORDER BY next_attempt_at
+         LIMIT ?
+         FOR UPDATE SKIP LOCKED
+       )
+       UPDATE deliveries d
+       SET status = 'sending', attempts = d.attempts + 1, locked_until = now() + (? * interval '1 millisecond')
+       FROM picked WHERE d.id = picked.id
+       RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.email, d.token, d.data, d.attempts`,
+      [limit, leaseMs],
+    );
+    return result.rows as ClaimedRow[];
+  });
+}
+
+/**
+ * Rows this worker claimed and never tried (it is stopping): back to the queue as they were,
+ * the claim's attempt undone. A row another worker has since taken over is left alone.
+ */
+export async function releaseClaimed(db: Knex, ids: number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.raw(
+    `UPDATE deliveries SET status = 'queued', attempts = attempts - 1, locked_until = NULL
+     WHERE id = ANY(?::bigint[]) AND status = 'sending'`,
+    [ids],
   );
-  return result.rows as ClaimedRow[];
 }
 
 /** Rows left `sending` by a worker that died: back to the queue (they may go out again). */

@@ -2,9 +2,9 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { runAutomations } from './automation-engine';
-import { DesignCache } from './designs';
+import { DesignCache, designKey } from './designs';
 import { MailError, type Mailer } from './mailer';
-import { claimBatch, recordOutcomes, releaseExpiredLeases, type ClaimedRow, type Outcome } from './queue';
+import { claimBatch, recordOutcomes, releaseClaimed, releaseExpiredLeases, type ClaimedRow, type Outcome } from './queue';
 import { completeSends, fanOutSome, startDueSends } from './scheduler';
 import { GlobalThrottle, Throttle } from './throttle';
 
@@ -30,7 +30,9 @@ export class Worker {
   private readonly throttle: { take(): Promise<void> };
   private running = false;
   private loop?: Promise<void>;
-  private wake?: () => void;
+  /** Wakes the sending loop (new rows may be due) / the housekeeping loop (the queue ran dry). */
+  private wakeSender?: () => void;
+  private wakeHousekeeping?: () => void;
 
   constructor(private readonly deps: WorkerDeps) {
     this.designs = new DesignCache(deps.db, deps.config);
@@ -47,11 +49,21 @@ export class Worker {
   /** Stops claiming new work, lets the messages in flight finish, and resolves. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.wakeSender?.();
+    this.wakeHousekeeping?.();
     await this.loop;
   }
 
+  /**
+   * The long-running worker is two loops side by side: housekeeping (due sends, automations,
+   * fan-out, completion, expired leases) and sending (see sendingLoop), so writing a large
+   * audience never holds sending up and sending never waits for housekeeping.
+   */
   private async run(): Promise<void> {
+    await Promise.all([this.housekeepingLoop(), this.sendingLoop()]);
+  }
+
+  private async housekeepingLoop(): Promise<void> {
     let lastLeaseCheck = 0;
     while (this.running) {
       let busy = 0;
@@ -60,21 +72,83 @@ export class Worker {
           lastLeaseCheck = Date.now();
           await releaseExpiredLeases(this.deps.db);
         }
-        busy = await this.tick();
+        busy += await startDueSends(this.deps);
+        busy += await runAutomations(this.deps);
+        busy += await fanOutSome(this.deps.db, this.deps.logger);
+        busy += await completeSends(this.deps);
       } catch (err) {
         this.deps.logger.error({ err }, 'worker round failed; retrying shortly');
         busy = 0;
       }
-      if (!busy && this.running) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.deps.config.workerPollMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
+      // Rows may have become due (fan-out, automation steps): the sender need not wait its poll.
+      if (busy) this.wakeSender?.();
+      else if (this.running) await this.nap((wake) => (this.wakeHousekeeping = wake));
     }
+  }
+
+  /**
+   * Sending, pipelined in half-batches (SEND_BATCH_SIZE / 2 rows): while one half is being
+   * sent, the half before it is recorded and then the next one claimed, so the SMTP
+   * connections do not wait for the database between batches. What crash safety rests on
+   * holds as with whole batches sent one after the other: at most SEND_BATCH_SIZE rows are
+   * claimed and unrecorded by this process at any moment, and a half's messages start only
+   * once every message of the half before has been answered.
+   */
+  private async sendingLoop(): Promise<void> {
+    const { config, db, logger } = this.deps;
+    const size = config.sendBatchSize >= 2 ? Math.floor(config.sendBatchSize / 2) : config.sendBatchSize;
+    const failed = (err: unknown) => logger.error({ err }, 'worker round failed; retrying shortly');
+    const claim = () => claimBatch(db, size, config.sendLeaseMs);
+    while (this.running) {
+      let current: ClaimedRow[] = [];
+      let sent = 0;
+      try {
+        current = await claim();
+      } catch (err) {
+        failed(err);
+      }
+      let recorded: Promise<boolean> = Promise.resolve(true);
+      while (current.length > 0) {
+        const rows = current;
+        const prefetch = recorded
+          .then((ok) => (ok && this.running ? claim() : []))
+          .catch((err: unknown) => {
+            failed(err);
+            return [] as ClaimedRow[];
+          });
+        const outcomes = await this.sendRows(rows);
+        let next = await prefetch;
+        if (!this.running && next.length > 0) {
+          // Stopping: the claimed half not started goes back to the queue.
+          await releaseClaimed(db, next.map((r) => r.id)).catch(failed);
+          next = [];
+        }
+        recorded = this.record(rows, outcomes).then(
+          () => true,
+          (err: unknown) => {
+            failed(err);
+            return false;
+          },
+        );
+        sent += rows.length;
+        current = next;
+      }
+      await recorded;
+      // The queue ran dry (everything recorded): a send may be complete now.
+      this.wakeHousekeeping?.();
+      if (!sent && this.running) await this.nap((wake) => (this.wakeSender = wake));
+    }
+  }
+
+  /** Waits WORKER_POLL_MS, or less when woken through the function handed to `register`. */
+  private nap(register: (wake: () => void) => void): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.deps.config.workerPollMs);
+      register(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** One round of work; returns how much it did (0 = idle). Tests drive the worker with it. */
@@ -117,6 +191,16 @@ export class Worker {
     const { config, db } = this.deps;
     const rows = await claimBatch(db, config.sendBatchSize, config.sendLeaseMs);
     if (rows.length === 0) return 0;
+    await this.record(rows, await this.sendRows(rows));
+    return rows.length;
+  }
+
+  /** Sends claimed rows SEND_CONCURRENCY at a time; never throws (failures are outcomes). */
+  private async sendRows(rows: ClaimedRow[]): Promise<Outcome[]> {
+    // Each design once before the lanes start, which would otherwise all miss the cache together.
+    const firstOfDesign = new Map<string, ClaimedRow>();
+    for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
+    for (const row of firstOfDesign.values()) await this.designs.get(row).catch(() => undefined);
     const outcomes: Outcome[] = new Array(rows.length);
     let next = 0;
     const lane = async () => {
@@ -125,12 +209,16 @@ export class Worker {
         outcomes[i] = await this.sendOne(rows[i]);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(config.sendConcurrency, rows.length) }, lane));
-    await db.transaction(async (trx) => {
+    await Promise.all(Array.from({ length: Math.min(this.deps.config.sendConcurrency, rows.length) }, lane));
+    return outcomes;
+  }
+
+  /** A batch's outcomes and statistics, in one transaction. */
+  private async record(rows: ClaimedRow[], outcomes: Outcome[]): Promise<void> {
+    await this.deps.db.transaction(async (trx) => {
       await recordOutcomes(trx, outcomes);
       await bumpStatistics(trx, rows, outcomes);
     });
-    return rows.length;
   }
 }
 
