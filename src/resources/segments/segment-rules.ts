@@ -118,7 +118,8 @@ const RESERVED_COLUMNS: Record<string, string> = {
   last_name: 'c.last_name',
   email: 'c.email',
   alt_email: "coalesce(c.alt_email, '')",
-  // Rules on the country compare its name, as the contact list shows it.
+  // Rules on the country compare its name, as the contact list shows it (text rules take
+  // the faster, equivalent form of countryPredicate).
   country: "coalesce((SELECT co.name FROM countries co WHERE co.id = c.country_id), '')",
   state: 'c.state',
   city: 'c.city',
@@ -142,28 +143,56 @@ function column(field: RuleField): string {
 
 const likeEscape = (v: string) => v.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 
+/** A text rule over the SQL expression `col` (never NULL: blank is ''). */
+function textPredicate(col: string, operator: string, a: string): { sql: string; bindings: unknown[] } {
+  switch (operator) {
+    case 'is':
+      return { sql: `lower(${col}) = lower(?)`, bindings: [a] };
+    case 'is not':
+      return { sql: `lower(${col}) <> lower(?)`, bindings: [a] };
+    case 'contains':
+      return { sql: `${col} ILIKE ?`, bindings: [`%${likeEscape(a)}%`] };
+    case 'does not contain':
+      return { sql: `${col} NOT ILIKE ?`, bindings: [`%${likeEscape(a)}%`] };
+    case 'starts with':
+      return { sql: `${col} ILIKE ?`, bindings: [`${likeEscape(a)}%`] };
+    case 'ends with':
+      return { sql: `${col} ILIKE ?`, bindings: [`%${likeEscape(a)}`] };
+    case 'is empty':
+      return { sql: `${col} = ''`, bindings: [] };
+    default:
+      return { sql: `${col} <> ''`, bindings: [] };
+  }
+}
+
+/**
+ * A text rule on the country, which rules compare by name (as the contact list shows it).
+ * The obvious form, the rule over `coalesce((SELECT name FROM countries WHERE id =
+ * c.country_id), '')`, runs that lookup once per contact: 9.3 s to count a million contacts
+ * with `country is France` (EXPLAIN ANALYZE), 21 s for a first page scanning them all. Here
+ * the rule is applied to the ≈250 country names once (a hashed subplan of matching ids) and
+ * to '' once (a constant), and each contact only tests its country_id: 0.3 s. Same result
+ * row by row: no country → the rule on ''; a country → the rule on its name; an id without
+ * a country row (foreign keys prevent it) → the rule on '' as before.
+ */
+function countryPredicate(operator: string, a: string): { sql: string; bindings: unknown[] } {
+  const onName = textPredicate('rc.name', operator, a);
+  const onBlank = textPredicate("''::text", operator, a);
+  return {
+    sql:
+      `CASE WHEN c.country_id IS NULL THEN ${onBlank.sql} ` +
+      `ELSE (c.country_id IN (SELECT rc.id FROM countries rc WHERE ${onName.sql}) ` +
+      `OR (${onBlank.sql} AND c.country_id NOT IN (SELECT rc.id FROM countries rc))) END`,
+    bindings: [...onBlank.bindings, ...onName.bindings, ...onBlank.bindings],
+  };
+}
+
 function predicate(rule: Rule): { sql: string; bindings: unknown[] } {
   const col = column(rule.field);
   const [a, b] = rule.operands;
   if (rule.field.field_type === 'text') {
-    switch (rule.operator) {
-      case 'is':
-        return { sql: `lower(${col}) = lower(?)`, bindings: [a] };
-      case 'is not':
-        return { sql: `lower(${col}) <> lower(?)`, bindings: [a] };
-      case 'contains':
-        return { sql: `${col} ILIKE ?`, bindings: [`%${likeEscape(a)}%`] };
-      case 'does not contain':
-        return { sql: `${col} NOT ILIKE ?`, bindings: [`%${likeEscape(a)}%`] };
-      case 'starts with':
-        return { sql: `${col} ILIKE ?`, bindings: [`${likeEscape(a)}%`] };
-      case 'ends with':
-        return { sql: `${col} ILIKE ?`, bindings: [`%${likeEscape(a)}`] };
-      case 'is empty':
-        return { sql: `${col} = ''`, bindings: [] };
-      default:
-        return { sql: `${col} <> ''`, bindings: [] };
-    }
+    if (rule.field.is_reserved && rule.field.field_name === 'country') return countryPredicate(rule.operator, a);
+    return textPredicate(col, rule.operator, a);
   }
   const cast = rule.field.field_type === 'number' ? 'numeric' : 'timestamp';
   switch (rule.operator) {
