@@ -13,7 +13,7 @@
  * Processes: the sink, the baseline and Herald's worker each run in a child process of their
  * own. On this 2-core machine the sender under test (the baseline, or Herald's worker) is
  * pinned to CPU 0 and the sink to CPU 1 (taskset; --no-pin leaves scheduling to the kernel);
- * PostgreSQL and the idle API server are not pinned. See bench/SEND.md for the figures.
+ * PostgreSQL and the idle API server are not pinned. See bench/README.md for the figures.
  */
 import fs from 'node:fs';
 import os from 'node:os';
