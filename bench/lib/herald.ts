@@ -1,8 +1,8 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../test/helpers/net';
 
 /**
  * Herald as the benchmarks run it: the built CLI (`node bin/herald.js serve`) in a child
@@ -27,17 +27,6 @@ export function build(): void {
 
 export function log(msg: string): void {
   process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export interface Account {

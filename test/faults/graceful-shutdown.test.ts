@@ -8,8 +8,9 @@ import path from 'node:path';
 import { makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { isolatedUrl } from '../setup/isolated';
+import { freePort } from '../helpers/net';
 import { addressesIn, bulkContacts, createSend, deliveryStatuses, few, minus, NONE, report, waitForCompleted } from './lib/campaign';
-import { freePort, heraldEnv, requireBuilt, startServe, startWorker, useChildren, waitFor, type Exit } from './lib/processes';
+import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, waitFor, type Exit } from './lib/processes';
 import { startSink, type Sink } from './lib/sink';
 import { uploadCsv, type UploadResult } from './lib/upload';
 

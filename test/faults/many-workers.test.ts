@@ -12,8 +12,9 @@
 import { makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { isolatedUrl } from '../setup/isolated';
+import { freePort } from '../helpers/net';
 import { bulkContacts, createSend, deliveryStatuses, few, minus, NONE, report, waitForCompleted } from './lib/campaign';
-import { freePort, heraldEnv, requireBuilt, startServe, startWorker, useChildren, type Proc } from './lib/processes';
+import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, type Proc } from './lib/processes';
 import { startSink, type Sink } from './lib/sink';
 
 requireBuilt();

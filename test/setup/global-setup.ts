@@ -1,4 +1,3 @@
-import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { startEmbedded, type EmbeddedDb } from '../../src/db/embedded';
@@ -6,20 +5,10 @@ import { createDb } from '../../src/db/knex';
 import { ROOT } from '../../src/paths';
 import { prepareDatabase } from '../../src/server';
 import { databaseName, ISOLATED_DATABASES, isolatedUrl } from './isolated';
+import { freePort } from '../helpers/net';
 
 declare global {
   var __HERALD_EMBEDDED__: EmbeddedDb | undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -9,18 +8,7 @@ import { createDb } from '../../../src/db/knex';
 import { prepareDatabase } from '../../../src/server';
 import { testDatabaseUrl } from '../../helpers/app';
 import { databaseName } from '../../setup/isolated';
-
-/** A TCP port nobody listens on right now (listen on 0, read it, close). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../helpers/net';
 
 export interface FreshDatabase {
   url: string;
