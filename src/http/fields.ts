@@ -16,7 +16,8 @@ export function isEmail(value: string): boolean {
   return EMAIL_PATTERN.test(value);
 }
 
-const toNumber = (v: unknown) => {
+/** A form value written as a whole number (`7`, `007`, `+7`, `-7`, or a JSON number) as a number; other values as they are. */
+export const toNumber = (v: unknown): unknown => {
   if (typeof v === 'string' && /^[+-]?\d+$/.test(v.trim())) return Number(v.trim());
   return v;
 };

@@ -11,7 +11,7 @@ import { AppError, invalid, methodNotAllowed, routeNotFound, tooLarge, type NotF
 import { normalizeInput } from './form';
 import { readPaging, type Paging } from './pagination';
 import { validate, type MessageOptions } from './validate';
-import { MAX_INT } from './fields';
+import { MAX_INT, toNumber } from './fields';
 
 /**
  * The route table. Each resource family declares its operations once (path, input schemas,
@@ -101,9 +101,11 @@ function readId(def: IdParam, query: Record<string, unknown>, body: Record<strin
     if (!UTR_PATTERN.test(text)) throw def.notFound();
     return text;
   }
-  // Anything that is not a positive 32-bit integer cannot be a record of ours.
-  if (!/^\d{1,10}$/.test(text) || Number(text) < 1 || Number(text) > MAX_INT) throw def.notFound();
-  return Number(text);
+  // Written as body ids are (see toNumber: `007` is 7); anything that is not a positive
+  // 32-bit integer cannot be a record of ours.
+  const n = toNumber(text);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_INT) throw def.notFound();
+  return n;
 }
 
 function contentLengthGuard(limit: number): RequestHandler {

@@ -82,12 +82,18 @@ describe('GET /contacts-type/view', () => {
     expectSuccess(res);
     const record = expectShape(contactTypeRecord, res.body.message.contactType);
     expect(record).toMatchObject({ id, user_id: a.id, name: 'Viewed', deleted_at: null });
+    // An id in the query string is read as a body id is: leading zeros and a plus sign are the same number.
+    for (const written of [`0000000000${id}`, `%2B${id}`]) {
+      expect((await api(app, a).get(`/contacts-type/view?contact_type_id=${written}`)).body.message.contactType.id).toBe(id);
+    }
   });
 
   it('answers VAL without an id, NF1 for unknown, malformed and other accounts’ ids', async () => {
     expectVal(await api(app, a).get('/contacts-type/view'), { contact_type_id: ['The contact type id field is required.'] });
     expectNF1(await api(app, a).get('/contacts-type/view?contact_type_id=999999999'));
-    expectNF1(await api(app, a).get('/contacts-type/view?contact_type_id=abc'));
+    for (const bad of ['abc', '0', '-1', '1.5', '2147483648', '9'.repeat(400)]) {
+      expectNF1(await api(app, a).get(`/contacts-type/view?contact_type_id=${bad}`));
+    }
     const id = (await listOf(a))[0].id;
     expectNF1(await api(app, b).get(`/contacts-type/view?contact_type_id=${id}`));
   });

@@ -484,7 +484,12 @@ describe.each(ops.map((op) => ({ op, key: op.key })))('$key', ({ op }) => {
           throw new Error(`round trip: ${(err as Error).message}\n${context}`);
         }
       }),
-      { numRuns: RUNS[op.key] ?? NUM_RUNS, interruptAfterTimeLimit: 20_000 },
+      // FUZZ_SEED (and FUZZ_PATH) replay a failure reported by an earlier run.
+      {
+        numRuns: RUNS[op.key] ?? NUM_RUNS,
+        interruptAfterTimeLimit: 20_000,
+        ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED), path: process.env.FUZZ_PATH } : {}),
+      },
     );
     // The generators must get requests through as well as refused, or the round trip and
     // the services behind validation go untested.
