@@ -112,7 +112,7 @@ function byKind(kind: FieldKind, strict = false): fc.Arbitrary<unknown> {
     case 'flag':
       return fc.constantFrom(0, 1, '0', '1', true, false);
     case 'enum':
-      return fc.constantFrom(...kind.values, ...kind.values.map((v) => v.toUpperCase()));
+      return strict ? fc.constantFrom(...kind.values) : fc.constantFrom(...kind.values, ...kind.values.map((v) => v.toUpperCase()));
     case 'array':
       return fc.array(byKind(kind.item, strict), { minLength: 1, maxLength: 3 });
     case 'map':
@@ -155,6 +155,9 @@ function validFor(op: Operation, f: FieldInfo, w: World, strict: boolean): fc.Ar
       return fc.constantFrom('10:00', '23:59:59');
     case 'waiting_period':
       return fc.integer({ min: 1, max: 30 });
+    case 'field_name':
+      // The spec's format (letters, digits, underscore) when well-formed: hostile strings almost never match it.
+      return strict ? fc.stringMatching(/^[A-Za-z][A-Za-z0-9_]{1,30}$/) : byKind(f.kind, strict);
     case 'custom_field':
       return fc.record({ [w.customFieldName]: strict ? acceptable(1000) : hostileString });
     case 'email_address':
