@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { once } from 'node:events';
+import { RESERVED_COLUMNS } from '../../src/resources/contacts/csv-sample';
 
 /**
  * A contacts CSV with every reserved column and two custom ones (`plan` text, `score`
@@ -7,21 +8,8 @@ import { once } from 'node:events';
  * countries given by name or ISO code in mixed case, real state/city names for them.
  * Deterministic (seeded PRNG), emails unique (case-insensitively) by construction.
  */
-export const CSV_COLUMNS = [
-  'first_name',
-  'last_name',
-  'email',
-  'alt_email',
-  'country',
-  'state',
-  'city',
-  'address_line1',
-  'address_line2',
-  'state_province_region',
-  'postal_code',
-  'plan',
-  'score',
-] as const;
+/** Herald's own reserved columns (the sample CSV's header), then the two custom ones. */
+export const CSV_COLUMNS = [...RESERVED_COLUMNS, 'plan', 'score'];
 
 function mulberry32(seed: number) {
   let a = seed >>> 0;

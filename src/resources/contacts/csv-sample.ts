@@ -1,7 +1,8 @@
 import type { Ctx } from '../../context';
 import { loadCustomFields } from './custom-values';
 
-const RESERVED_COLUMNS = [
+/** The reserved contact columns, in the order a CSV header lists them. */
+export const RESERVED_COLUMNS = [
   'first_name',
   'last_name',
   'email',
