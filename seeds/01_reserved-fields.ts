@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 
 /**
- * Reserved fields: the contact's own columns, global (user_id null, is_reserved 1) with
- * fixed ids, so a segment rule that names field 3 means `email` on every installation.
+ * Reserved fields: the contact's own columns, reference data (the `fields` view shows them with
+ * user_id null and is_reserved 1) with fixed ids, so a segment rule that names field 3 means `email` on every installation.
  */
 export const RESERVED_FIELDS: ReadonlyArray<{ id: number; field_name: string; field_type: string }> = [
   { id: 1, field_name: 'first_name', field_type: 'text' },
@@ -19,8 +19,8 @@ export const RESERVED_FIELDS: ReadonlyArray<{ id: number; field_name: string; fi
 ];
 
 export async function seed(knex: Knex): Promise<void> {
-  await knex('fields')
-    .insert(RESERVED_FIELDS.map((f) => ({ ...f, user_id: null, is_reserved: 1, created_at: null, updated_at: null })))
+  await knex('reserved_fields')
+    .insert(RESERVED_FIELDS.map((f) => ({ ...f })))
     .onConflict('id')
     .merge(['field_name', 'field_type']);
 }

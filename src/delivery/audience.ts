@@ -133,7 +133,7 @@ export async function fanOutChunk(
        SELECT ?, ?, src.contact_id, src.email, src.data, replace(gen_random_uuid()::text, '-', '')
        FROM chunk src
        WHERE ${filters.map(() => '?').join(' AND ')}
-       ON CONFLICT (single_send_id, lower(email)) WHERE single_send_id IS NOT NULL DO NOTHING
+       ON CONFLICT (single_send_id, lower(email), user_id) WHERE single_send_id IS NOT NULL DO NOTHING
        RETURNING 1
      )
      SELECT (SELECT max(key) FROM chunk) AS last_key, (SELECT count(*) FROM chunk) AS n, (SELECT count(*) FROM ins) AS inserted`,

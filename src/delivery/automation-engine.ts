@@ -89,7 +89,7 @@ async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<numb
             CASE WHEN m.state = 'active' THEN ?::integer END,
             CASE WHEN m.state = 'active' THEN now() + (? * interval '1 second') END
      FROM (?) m
-     ON CONFLICT (automation_id, contact_id) DO NOTHING`,
+     ON CONFLICT (automation_id, contact_id, user_id) DO NOTHING`,
     [a.user_id, a.id, first?.id ?? null, first ? waitSeconds(first) : 0, target.members.clone().select('c.id', 'c.email', state)],
   );
   if (a.exit_criteria === 1) {
@@ -222,7 +222,7 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
          FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
          JOIN contacts c ON c.id = v.contact_id
          LEFT JOIN countries co ON co.id = c.country_id
-         ON CONFLICT (automation_schedule_id, lower(email)) WHERE automation_schedule_id IS NOT NULL DO NOTHING
+         ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
          RETURNING automation_id`,
         [JSON.stringify(queue)],
       );

@@ -23,7 +23,7 @@ export function designKey(row: Pick<ClaimedRow, 'single_send_id' | 'automation_s
 }
 
 async function customFieldNames(db: Knex, userId: number): Promise<Map<string, string>> {
-  const rows = (await db('fields').where({ user_id: userId }).select('id', 'field_name')) as Array<{ id: number; field_name: string }>;
+  const rows = (await db('custom_fields').where({ user_id: userId }).select('id', 'field_name')) as Array<{ id: number; field_name: string }>;
   return new Map(rows.map((f) => [String(f.id), f.field_name]));
 }
 

@@ -89,7 +89,7 @@ async function countUnsubscribe(trx: Knex.Transaction, m: MessageContext): Promi
 async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: number): Promise<boolean> {
   const r = await trx.raw(
     `INSERT INTO unsubscribe_group_recipients (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
-     ON CONFLICT (unsubscribe_groups_id, lower(email_address)) DO NOTHING`,
+     ON CONFLICT (unsubscribe_groups_id, lower(email_address), user_id) DO NOTHING`,
     [m.userId, groupId, m.email],
   );
   return (r.rowCount ?? 0) > 0;

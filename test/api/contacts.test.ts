@@ -28,7 +28,7 @@ beforeAll(async () => {
     ['score', 'number'],
     ['renewal', 'datetime-local'],
   ]) {
-    await db('fields').insert({ user_id: a.id, field_name, field_type, is_reserved: 0, created_at: db.fn.now(), updated_at: db.fn.now() });
+    await db('custom_fields').insert({ user_id: a.id, field_name, field_type });
   }
 });
 

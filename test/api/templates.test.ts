@@ -179,9 +179,9 @@ describe('GET /get-dynamic/content', () => {
 
   beforeAll(async () => {
     customName = `loyalty_tier_${a.id}`;
-    await db('fields').insert([
-      { user_id: a.id, field_name: customName, field_type: 'text', is_reserved: 0 },
-      { user_id: a.id, field_name: 'birthday', field_type: 'datetime-local', is_reserved: 0 },
+    await db('custom_fields').insert([
+      { user_id: a.id, field_name: customName, field_type: 'text' },
+      { user_id: a.id, field_name: 'birthday', field_type: 'datetime-local' },
     ]);
   });
 
@@ -196,7 +196,7 @@ describe('GET /get-dynamic/content', () => {
   });
 
   it('lists a custom field named like a sender placeholder only once', async () => {
-    await db('fields').insert({ user_id: b.id, field_name: 'sender_name', field_type: 'text', is_reserved: 0 });
+    await db('custom_fields').insert({ user_id: b.id, field_name: 'sender_name', field_type: 'text' });
     const contents = await contentsOf(b);
     expect(contents.filter((n) => n === 'sender_name')).toHaveLength(1);
     expect(contents).toEqual(expect.arrayContaining(SENDER_NAMES));

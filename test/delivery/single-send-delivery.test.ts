@@ -26,8 +26,8 @@ beforeAll(async () => {
   group = await makeGroup(db, a, 'Newsletter');
   otherGroup = await makeGroup(db, a, 'Offers');
   list = await makeContactType(db, a);
-  const [field] = await db('fields')
-    .insert({ user_id: a.id, field_name: 'plan', field_type: 'text', is_reserved: 0, created_at: db.fn.now(), updated_at: db.fn.now() })
+  const [field] = await db('custom_fields')
+    .insert({ user_id: a.id, field_name: 'plan', field_type: 'text' })
     .returning('id');
   await makeContacts(db, a, list, [
     { email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace', custom_fields: JSON.stringify({ [field.id]: 'gold <vip>' }) },

@@ -8,7 +8,7 @@ export interface CustomField {
 
 /** The account's custom fields, oldest first (their order in records and CSV columns). */
 export async function loadCustomFields(ctx: Ctx): Promise<CustomField[]> {
-  return (await ctx.db('fields')
+  return (await ctx.db('custom_fields')
     .where({ user_id: ctx.userId })
     .orderBy('id')
     .select('id', 'field_name', 'field_type')) as CustomField[];

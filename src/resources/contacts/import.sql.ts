@@ -63,7 +63,7 @@ WITH last_rows AS (
   INSERT INTO contacts AS c (user_id, contact_type_id, email, alt_email, country_id, ${TEXT.join(', ')}, custom_fields)
   SELECT $1, $2, email, alt_email, country_id, ${TEXT.map((t) => `coalesce(${t}, '')`).join(', ')}, coalesce(custom, '{}'::jsonb)
   FROM last_rows
-  ON CONFLICT (contact_type_id, lower(email)) WHERE deleted_at IS NULL DO UPDATE SET
+  ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL DO UPDATE SET
     ${UPDATED_VALUES.map(([col, value]) => `${col} = ${value}`).join(',\n    ')},
     updated_at = now()
   WHERE (${UPDATED_VALUES.map(([col]) => `c.${col}`).join(', ')})

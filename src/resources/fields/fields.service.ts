@@ -7,6 +7,12 @@ import type { SaveCustomFieldInput } from './fields.schemas';
 
 const COLUMNS = ['id', 'user_id', 'field_name', 'field_type', 'is_reserved', 'created_at', 'updated_at'];
 
+/**
+ * Reserved fields (reference data) and custom fields (the account's) are two tables; the
+ * `fields` view shows both with the spec's columns (user_id null and is_reserved 1 for the
+ * reserved ones).
+ */
+
 /** The global reserved fields, in their fixed order (ids 1–11). */
 export function listReservedFields(ctx: Ctx, paging?: Paging) {
   const base = ctx.db('fields').whereNull('user_id').where('is_reserved', 1);
@@ -21,18 +27,11 @@ export function listCustomFields(ctx: Ctx, paging?: Paging) {
 
 /** Names are unique per account, case-insensitively (the unique index catches races). */
 export async function saveCustomField(ctx: Ctx, input: SaveCustomFieldInput): Promise<number> {
-  const taken = await scoped(ctx, 'fields').whereRaw('lower(field_name) = lower(?)', [input.field_name]).first('id');
+  const taken = await scoped(ctx, 'custom_fields').whereRaw('lower(field_name) = lower(?)', [input.field_name]).first('id');
   if (taken) throw invalid({ field_name: ['The field name has already been taken.'] });
   const [row] = await ctx
-    .db('fields')
-    .insert({
-      user_id: ctx.userId,
-      field_name: input.field_name,
-      field_type: input.field_type,
-      is_reserved: 0,
-      created_at: ctx.db.fn.now(),
-      updated_at: ctx.db.fn.now(),
-    })
+    .db('custom_fields')
+    .insert({ user_id: ctx.userId, field_name: input.field_name, field_type: input.field_type })
     .returning(['id']);
   return row.id as number;
 }
@@ -42,7 +41,7 @@ export async function saveCustomField(ctx: Ctx, input: SaveCustomFieldInput): Pr
  * contacts (stored by field id in `contacts.custom_fields`).
  */
 export function deleteCustomField(ctx: Ctx, id: number): Promise<void> {
-  return deleteById(ctx, 'fields', id, {
+  return deleteById(ctx, 'custom_fields', id, {
     notFound: notFound1,
     after: async (trx, ids) => {
       for (const fieldId of ids) {

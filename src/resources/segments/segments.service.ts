@@ -128,7 +128,7 @@ export async function storeRecipient(ctx: Ctx, input: StoreRecipientInput): Prom
     if (!seg) throw invalid({ segment_id: ['The selected segment id is invalid.'] });
     const inserted = await trx.raw(
       `INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
-       VALUES (?, ?, ?, ?, ?) ON CONFLICT (segment_id, lower(email)) DO NOTHING RETURNING id`,
+       VALUES (?, ?, ?, ?, ?) ON CONFLICT (segment_id, lower(email), user_id) DO NOTHING RETURNING id`,
       [ctx.userId, input.segment_id, input.first_name, input.last_name, input.email],
     );
     if (inserted.rows.length) await trx('segments').where({ id: input.segment_id }).increment('revision', 1);

@@ -86,7 +86,7 @@ export async function addRecipients(ctx: Ctx, input: ManuallyAddInput): Promise<
     await trx.raw(
       `INSERT INTO ${RECIPIENTS} (user_id, unsubscribe_groups_id, email_address)
        SELECT ?, ?, a.email FROM unnest(?::text[]) WITH ORDINALITY AS a(email, n) ORDER BY a.n
-       ON CONFLICT (unsubscribe_groups_id, lower(email_address)) DO NOTHING`,
+       ON CONFLICT (unsubscribe_groups_id, lower(email_address), user_id) DO NOTHING`,
       [ctx.userId, group.id, input.email_address],
     );
   });
