@@ -3,14 +3,27 @@ import { Client } from 'pg';
 /**
  * Server-level helpers for the benchmarks: each run gets a database of its own, dropped and
  * recreated, on the PostgreSQL named by BENCH_PG_URL (a maintenance database, default
- * postgres://postgres@127.0.0.1:5432/postgres).
+ * postgres://postgres@127.0.0.1:5432/postgres), owned by an ordinary role (BENCH_PG_ROLE,
+ * default herald_bench: LOGIN, not a superuser, no CREATEDB/CREATEROLE), and Herald connects
+ * as that role, as a production deployment does (README, "A least-privilege role"). The
+ * baselines and checks connect as the administrator.
  */
 export const ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const APP_ROLE = process.env.BENCH_PG_ROLE ?? 'herald_bench';
+const APP_PASSWORD = 'herald_bench';
 
-/** The URL of database `name` on the same server as ADMIN_URL. */
+/** The URL of database `name` on the same server as ADMIN_URL, as the administrator. */
 export function databaseUrl(name: string): string {
   const u = new URL(ADMIN_URL);
   u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** The URL Herald uses: database `name` as the ordinary role that owns it. */
+export function appDatabaseUrl(name: string): string {
+  const u = new URL(databaseUrl(name));
+  u.username = APP_ROLE;
+  u.password = APP_PASSWORD;
   return u.toString();
 }
 
@@ -35,12 +48,23 @@ export function dropDatabase(name: string): Promise<void> {
   });
 }
 
+/**
+ * Drops and creates database `name`, owned by APP_ROLE (created when missing, and checked to
+ * be an ordinary role), and returns the URL Herald connects with (as APP_ROLE).
+ */
 export async function recreateDatabase(name: string): Promise<string> {
   await withAdmin(async (c) => {
+    const role = ident(APP_ROLE);
+    const { rows } = await c.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = $1', [role]);
+    if (rows.length === 0) {
+      await c.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${APP_PASSWORD}'`);
+    } else if (rows[0].rolsuper) {
+      throw new Error(`BENCH_PG_ROLE ${role} is a superuser; the benchmarks measure an ordinary role`);
+    }
     await c.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${ident(name)}`);
+    await c.query(`CREATE DATABASE ${ident(name)} OWNER ${role}`);
   });
-  return databaseUrl(name);
+  return appDatabaseUrl(name);
 }
 
 /** A connected client on `url`; the caller ends it. */
