@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ParsedMail } from 'mailparser';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, describeBrowser, launchChromium } from '../helpers/browser';
 import request from 'supertest';
 import { smtpMailer, type Mailer } from '../../src/delivery/mailer';
 import { Worker } from '../../src/delivery/worker';
@@ -18,7 +18,6 @@ import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
  */
 const { app, db, config } = setupApp({}, 'unsubscribe');
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/unsubscribe-page.png';
 const XSS_NAME = '<script>alert(1)</script>';
 const XSS_ATTR_NAME = '"><svg onload=alert(2)>';
@@ -164,13 +163,7 @@ describe('GET /unsubscribe/:token (supertest)', () => {
   });
 });
 
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`Skipping the headless-browser unsubscribe test: ${CHROMIUM} does not exist (install chromium to run it).`);
-}
-const describeBrowser = hasChromium ? describe : describe.skip;
-
-describeBrowser(`the page in a real browser (Chromium at ${CHROMIUM})`, () => {
+describeBrowser('the page in a real browser', () => {
   let server: Server;
   let base: string;
   let browser: Browser;
@@ -185,18 +178,7 @@ describeBrowser(`the page in a real browser (Chromium at ${CHROMIUM})`, () => {
       server.once('error', reject);
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     page = await context.newPage();
     page.on('dialog', (d) => {
@@ -308,7 +290,7 @@ describe('POST /unsubscribe/:token (supertest), after the browser', () => {
     for (const id of [g.hidden, g.deleted, g.theirs]) expect(await recipientsByGroup(id)).not.toContain('grace@example.com');
     expect(await globalUnsubscribers()).not.toContain('grace@example.com');
     const counted = (await sendStats()).unsubscribes;
-    expect(counted).toBe(hasChromium ? 2 : 1);
+    expect(counted).toBe(CHROMIUM ? 2 : 1);
     // Re-ticking every group takes her off them again; the count stays (one per message).
     const undo = [g.own, g.product, g.xss, g.xssAttr].map((id) => `keep=${id}`).join('&');
     expect((await request(app).post(link).type('form').send(`action=save&${undo}`)).status).toBe(200);

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describeBrowser, launchChromium } from '../helpers/browser';
 import request from 'supertest';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 
@@ -19,12 +19,6 @@ import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
  */
 const { app, db, mailer } = setupApp();
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`Skipping the HTML page escaping tests in the browser: ${CHROMIUM} does not exist (install chromium to run them).`);
-}
-const describeBrowser = hasChromium ? describe : describe.skip;
 
 /** Each payload calls alert() with its own number, so a dialog names the payload that ran. */
 const PAYLOADS = [
@@ -182,15 +176,12 @@ describe('the pages are HTML with a strict CSP (supertest)', () => {
   });
 });
 
-describeBrowser(`the pages in a real browser (Chromium at ${CHROMIUM})`, () => {
+describeBrowser('the pages in a real browser', () => {
   let browser: Browser;
   const contexts: Record<'served' | 'noCsp', { context: BrowserContext; page: Page; dialogs: string[] }> = {} as never;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     for (const [name, bypassCSP] of [
       ['served', false],
       ['noCsp', true],
