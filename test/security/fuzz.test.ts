@@ -487,10 +487,10 @@ describe.each(ops.map((op) => ({ op, key: op.key })))('$key', ({ op }) => {
           throw new Error(`round trip: ${(err as Error).message}\n${context}`);
         }
       }),
-      // FUZZ_SEED (and FUZZ_PATH) replay a failure reported by an earlier run.
+      // FUZZ_SEED (and FUZZ_PATH) replay a failure reported by an earlier run. A fixed number
+      // of runs, not a time budget: a busy machine must not test less (or fail for it).
       {
         numRuns: RUNS[op.key] ?? NUM_RUNS,
-        interruptAfterTimeLimit: 20_000,
         ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED), path: process.env.FUZZ_PATH } : {}),
       },
     );
@@ -499,5 +499,5 @@ describe.each(ops.map((op) => ({ op, key: op.key })))('$key', ({ op }) => {
     if (process.env.FUZZ_STATS) console.log(`${op.key}: ${stats.success} accepted, ${stats.failed} refused`);
     if (READBACK[op.key]) expect(stats.success).toBeGreaterThan(0);
     expect(stats.failed + stats.success).toBeGreaterThan(0);
-  }, 60_000);
+  }, 180_000);
 });
