@@ -10,6 +10,7 @@ import {
   senderIdMessages,
 } from '../../src/resources/senders/senders.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { waitFor } from '../faults/lib/processes';
 import { expectAuthMissing, expectNF1, expectSuccess, expectSuccessInErrors, expectVal } from '../helpers/expect';
 
 const { app, db, config, mailer } = setupApp();
@@ -520,6 +521,63 @@ describe('DELETE /sender/delete', () => {
       expect(await details(a, s.id)).toEqual(s);
       await db('single_sends').where({ id: sendId }).update({ status: 3 });
     }
+  });
+
+  it('is refused while an email of an automation that is not deleted uses the sender', async () => {
+    const s = await save(a);
+    const [automation] = await db('automations')
+      .insert({ user_id: a.id, utr: randomUUID(), automation_name: 'Welcome', automation_type: 1, status: 2 })
+      .returning(['id']);
+    await db('automation_schedules').insert({
+      user_id: a.id,
+      automation_id: automation.id,
+      sender_id: s.id,
+      subject: 'Hi',
+      waiting_period: 0,
+      waiting_type: 'instantly',
+      utr: randomUUID(),
+      template_id: 1,
+      preview_img: 'x.png',
+    });
+    const res = await api(app, a).delete(`/sender/delete?sender_id=${s.id}`);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 422, body: { status: 'failed', errors: 'The sender is used by an automation email.' } });
+    await db('automations').where({ id: automation.id }).update({ deleted_at: db.fn.now() });
+    expectSuccessInErrors(await api(app, a).delete(`/sender/delete?sender_id=${s.id}`), 'Deleted Successfully');
+  });
+
+  it('a single send created while the sender is being deleted waits, then is refused; nothing half-made', async () => {
+    const s = await save(a);
+    await db('senders').where({ id: s.id }).update({ is_verified: 1 });
+    const [group] = await db('unsubscribe_groups')
+      .insert({ user_id: a.id, rand_id: String(Date.now()) + String(seq++), group_name: 'G', description: 'D' })
+      .returning(['id']);
+    const [list] = await db('contact_types').insert({ user_id: a.id, name: `Race ${seq++}` }).returning(['id']);
+    const name = `Race ${randomUUID()}`;
+    // A delete in progress: it holds the sender and has found no send using it.
+    const trx = await db.transaction();
+    await trx('senders').where({ id: s.id }).forUpdate().first('id');
+    const creating = api(app, a)
+      .form('/single/send/create', {
+        template_id: 1,
+        sender_id: s.id,
+        unsubscribe_group_id: group.id,
+        single_send_name: name,
+        subject: 'Hello',
+        preheader: 'Hi',
+        recipient_id: [`contacts_${list.id}`],
+        schedule_type: 0,
+      })
+      .then((r) => r);
+    // The create must be waiting on the sender's lock, not done already.
+    await waitFor('the create to wait for the sender lock', async () => {
+      const waiting = await db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+      return waiting.rows[0].n > 0;
+    }, { timeoutMs: 20_000 });
+    await trx('senders').where({ id: s.id }).update({ deleted_at: trx.fn.now() });
+    await trx.commit();
+    const res = await creating;
+    expectVal(res, { sender_id: ['The selected sender id is invalid.'] });
+    expect(await db('single_sends').where({ user_id: a.id, single_send_name: name }).first()).toBeUndefined();
   });
 
   it('is allowed when the sends using it are completed, drafts or deleted', async () => {

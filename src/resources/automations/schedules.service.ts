@@ -42,36 +42,39 @@ export async function listSchedules(ctx: Ctx, config: Config, utr: string) {
 
 /** Adds an email at the end of the automation (VAL on the automation utr, sender, template). */
 export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Promise<string> {
-  const errors: FieldErrors = {};
-  const automation = await findAutomation(ctx, input.utr, notFound2).catch((err: unknown) => {
-    if (err instanceof AppError && err.status === 404) return undefined;
-    throw err;
-  });
-  if (!automation) errors.utr = ['The selected utr is invalid.'];
-  const sender = await findVerifiedSender(ctx, input.sender_id);
-  if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
-  const template = await ctx.db('templates').where({ id: input.template_id }).first('id');
-  if (!template) errors.template_id = ['The selected template id is invalid.'];
-  if (input.template_json && input.template_html) {
-    errors.template_html = ['The template html field is prohibited when template json is present.'];
-  }
-  if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
-    errors.waiting_period = ['The waiting period must be at least 1.'];
-  }
-  if (Object.keys(errors).length || !automation) throw invalid(errors);
   const utr = randomUUID();
-  await ctx.db('automation_schedules').insert({
-    user_id: ctx.userId,
-    automation_id: automation.id,
-    sender_id: input.sender_id,
-    subject: input.subject,
-    waiting_period: input.waiting_period,
-    waiting_type: input.waiting_type,
-    utr,
-    template_id: input.template_id,
-    preview_img: input.preview_img,
-    template_json: input.template_json ?? null,
-    template_html: input.template_html ?? null,
+  await ctx.db.transaction(async (trx) => {
+    const errors: FieldErrors = {};
+    const automation = await findAutomation(ctx, input.utr, notFound2).catch((err: unknown) => {
+      if (err instanceof AppError && err.status === 404) return undefined;
+      throw err;
+    });
+    if (!automation) errors.utr = ['The selected utr is invalid.'];
+    // Held FOR SHARE until commit: a concurrent delete of the sender waits, then sees this email.
+    const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
+    if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
+    const template = await trx('templates').where({ id: input.template_id }).first('id');
+    if (!template) errors.template_id = ['The selected template id is invalid.'];
+    if (input.template_json && input.template_html) {
+      errors.template_html = ['The template html field is prohibited when template json is present.'];
+    }
+    if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
+      errors.waiting_period = ['The waiting period must be at least 1.'];
+    }
+    if (Object.keys(errors).length || !automation) throw invalid(errors);
+    await trx('automation_schedules').insert({
+      user_id: ctx.userId,
+      automation_id: automation.id,
+      sender_id: input.sender_id,
+      subject: input.subject,
+      waiting_period: input.waiting_period,
+      waiting_type: input.waiting_type,
+      utr,
+      template_id: input.template_id,
+      preview_img: input.preview_img,
+      template_json: input.template_json ?? null,
+      template_html: input.template_html ?? null,
+    });
   });
   return utr;
 }

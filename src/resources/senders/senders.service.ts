@@ -33,6 +33,7 @@ const COLUMNS = [
 ].map((c) => `${TABLE}.${c}`);
 const UTR_CONSTRAINT = 'senders_utr_unique';
 const IN_USE = 'The sender is used by a single send that is ready or running.';
+const IN_USE_BY_AUTOMATION = 'The sender is used by an automation email.';
 const MAIL_FAILED = 'The verification mail could not be sent. Try again later.';
 
 /** A row as the database returns it: `send_at` is still a `<timestamp>`. */
@@ -216,9 +217,11 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
 }
 
 /**
- * Soft delete. Refused while a ready or running single send of the account uses the sender:
- * the worker still needs it. The sender row is locked first, so a single send that takes it
- * with FOR SHARE (findVerifiedSender's `lock`) cannot appear between the check and the delete.
+ * Soft delete. Refused while a ready or running single send, or an email of an automation
+ * that is not deleted, uses the sender: the worker still needs it. The sender row is locked
+ * first, and single-send create/update and automation-email create hold it FOR SHARE
+ * (findVerifiedSender's `lock`) until they commit, so neither can appear between the check
+ * and the delete (test/api/senders.test.ts races them).
  */
 export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
   await ctx.db.transaction(async (trx) => {
@@ -229,6 +232,15 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
       .whereNull('single_sends.deleted_at')
       .first('single_sends.id');
     if (inUse) throw refused(IN_USE);
+    const inAutomation = await scoped(ctx, 'automation_schedules', trx)
+      .join('automations', function () {
+        this.on('automations.id', '=', 'automation_schedules.automation_id').andOn('automations.user_id', '=', 'automation_schedules.user_id');
+      })
+      .where('automation_schedules.sender_id', id)
+      .whereNull('automation_schedules.deleted_at')
+      .whereNull('automations.deleted_at')
+      .first('automation_schedules.id');
+    if (inAutomation) throw refused(IN_USE_BY_AUTOMATION);
     await liveSenders(ctx, trx)
       .where(`${TABLE}.id`, id)
       .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });

@@ -6,7 +6,7 @@ import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors
 import { MAX_INT } from '../../http/fields';
 import type { Listed, Paging } from '../../http/pagination';
 import { isUtr, lockByKeys, scoped } from '../shared/crud';
-import { senderAddress } from '../senders/senders.service';
+import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
@@ -147,12 +147,10 @@ function parseRefs(values: string[] | undefined, field: string, errors: FieldErr
 }
 
 /** Every ref names a live contact type or segment of the account; else VAL on its index. */
-async function checkRefsExist(ctx: Ctx, refs: RecipientRef[], values: string[], field: string, errors: FieldErrors) {
+async function checkRefsExist(ctx: Ctx, db: Knex, refs: RecipientRef[], values: string[], field: string, errors: FieldErrors) {
   const ids = (table: string) => refs.filter((r) => r.table === table && Number(r.id) <= MAX_INT).map((r) => Number(r.id));
-  const [types, segments] = await Promise.all([
-    scoped(ctx, 'contact_types').whereIn('id', ids('contacts_')).whereNull('deleted_at').pluck('id'),
-    scoped(ctx, 'segments').whereIn('id', ids('segments_')).whereNull('deleted_at').pluck('id'),
-  ]);
+  const types = await scoped(ctx, 'contact_types', db).whereIn('id', ids('contacts_')).whereNull('deleted_at').pluck('id');
+  const segments = await scoped(ctx, 'segments', db).whereIn('id', ids('segments_')).whereNull('deleted_at').pluck('id');
   const found = new Set([...types.map((i: number) => `contacts_${i}`), ...segments.map((i: number) => `segments_${i}`)]);
   values.forEach((v, i) => {
     const m = RECIPIENT_REF.exec(v);
@@ -185,8 +183,13 @@ function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: str
   return { date: input.schedule_date!, time, due };
 }
 
-/** Everything create and update check against the database, reported together. */
-async function resolveInput(ctx: Ctx, input: SingleSendInput) {
+/**
+ * Everything create and update check against the database, reported together, inside the
+ * caller's transaction: the sender is held FOR SHARE until it commits, so a concurrent
+ * delete or un-verifying of the sender waits and then sees this send (deleteSender refuses
+ * a sender that a ready or running send uses).
+ */
+async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendInput) {
   const errors: FieldErrors = {};
   if (input.template_json && input.template_html) {
     errors.template_html = ['The template html field is prohibited when template json is present.'];
@@ -194,18 +197,15 @@ async function resolveInput(ctx: Ctx, input: SingleSendInput) {
   const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
   const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
   const schedule = checkSchedule(input, errors);
-  const [template, sender, group] = await Promise.all([
-    ctx.db('templates').where({ id: input.template_id }).first('id'),
-    scoped(ctx, 'senders').where({ id: input.sender_id }).whereNull('deleted_at').first(),
-    scoped(ctx, 'unsubscribe_groups').where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id'),
-  ]);
-  await checkRefsExist(ctx, recipients, input.recipient_id, 'recipient_id', errors);
-  await checkRefsExist(ctx, excluded, input.exclude_specific_recipient_id ?? [], 'exclude_specific_recipient_id', errors);
+  const template = await trx('templates').where({ id: input.template_id }).first('id');
+  const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
+  const group = await scoped(ctx, 'unsubscribe_groups', trx).where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id');
+  await checkRefsExist(ctx, trx, recipients, input.recipient_id, 'recipient_id', errors);
+  await checkRefsExist(ctx, trx, excluded, input.exclude_specific_recipient_id ?? [], 'exclude_specific_recipient_id', errors);
   if (!template) errors.template_id = ['The selected template id is invalid.'];
-  if (!sender) errors.sender_id = ['The selected sender id is invalid.'];
-  else if (!sender.is_verified) errors.sender_id = ['The selected sender id is not verified.'];
+  if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
   if (!group) errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
-  if (Object.keys(errors).length) throw invalid(errors);
+  if (Object.keys(errors).length || typeof sender === 'string') throw invalid(errors);
   return {
     template_id: input.template_id,
     sender_id: input.sender_id,
@@ -218,7 +218,7 @@ async function resolveInput(ctx: Ctx, input: SingleSendInput) {
     from_sender: sender.from_email as string,
     reply_to: sender.reply_to_email as string,
     sender_name: sender.from_name as string,
-    sender_address: await senderAddress(ctx.db, sender),
+    sender_address: await senderAddress(trx, sender),
     schedule_type: input.schedule_type,
     schedule_date: schedule.date,
     schedule_time: schedule.time,
@@ -230,18 +230,20 @@ async function resolveInput(ctx: Ctx, input: SingleSendInput) {
 
 /** Create → status 1 (ready): the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
-  const columns = await resolveInput(ctx, input);
   const utr = randomUUID();
-  await ctx.db('single_sends').insert({ user_id: ctx.userId, utr, status: 1, ...columns });
+  await ctx.db.transaction(async (trx) => {
+    const columns = await resolveInput(ctx, trx, input);
+    await trx('single_sends').insert({ user_id: ctx.userId, utr, status: 1, ...columns });
+  });
   return utr;
 }
 
 /** Update → status 1 again (a draft copy becomes ready); refused once sending has started. */
 export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendInput): Promise<string> {
   await findByUtr(ctx, utr);
-  const columns = await resolveInput(ctx, input);
   await ctx.db.transaction(async (trx) => {
     const row = await findByUtr(ctx, utr, trx, true);
+    const columns = await resolveInput(ctx, trx, input);
     if (row.status >= 2) throw refused(NOT_UPDATABLE);
     await trx('single_sends').where({ id: row.id }).update({ ...columns, status: 1, updated_at: trx.fn.now() });
   });
