@@ -207,6 +207,44 @@ describe('GET /segment/list, /segment/details, POST /segment/update', () => {
     expect((await api(app, b).get('/segment/list')).body.message.segments).toEqual([]);
   });
 
+  it('lists any number of segments in a constant number of queries, counts right whether cached or not', async () => {
+    const c = await makeAccount(db);
+    const type = await newType(c, 'Many');
+    for (const email of ['one@example.com', 'two@example.com', 'three@other.org']) await addContact(c, type, { email, country: gb });
+    const queriesFor = async (path: string) => {
+      let n = 0;
+      const count = () => (n += 1);
+      db.on('query', count);
+      try {
+        const res = await api(app, c).get(path);
+        expectSuccess(res);
+        return { n, counts: res.body.message.segments.map((x: { segment_emails_count: number }) => x.segment_emails_count) };
+      } finally {
+        db.removeListener('query', count);
+      }
+    };
+    const saveOn = (value: string) =>
+      api(app, c).form('/segment/save', {
+        segment_name: `contains ${value}`,
+        contact_type_id: type,
+        'select_field[0]': field.email,
+        'select_operator[0]': 'contains',
+        'value[0]': value,
+      });
+    for (const v of ['example', 'other']) expectSuccess(await saveOn(v));
+    const twoFresh = await queriesFor('/segment/list');
+    const twoCached = await queriesFor('/segment/list');
+    for (const v of ['one', 'two', 'three', 'org', 'com', 'nobody']) expectSuccess(await saveOn(v));
+    const eightFresh = await queriesFor('/segment/list');
+    const eightCached = await queriesFor('/segment/list');
+    expect(twoFresh.counts).toEqual([1, 2]);
+    expect(eightFresh.counts).toEqual([0, 2, 1, 1, 1, 1, 1, 2]);
+    expect(eightCached.counts).toEqual(eightFresh.counts);
+    expect(eightFresh.n).toBe(twoFresh.n);
+    expect(eightCached.n).toBe(twoCached.n);
+    expect(eightCached.n).toBeLessThan(eightFresh.n);
+  });
+
   it('pages the list', async () => {
     const res = await api(app, a).get('/segment/list?page=1&per_page=2');
     expect(res.body.message.segments).toHaveLength(2);

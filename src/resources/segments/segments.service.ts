@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1, notFound2, type NotFound } from '../../http/errors';
-import type { Paging, Listed } from '../../http/pagination';
+import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { keysetBatches } from '../../http/stream';
 import { deleteById, scoped } from '../shared/crud';
 import { parseRules, type Rule, type RuleField } from './segment-rules';
@@ -43,15 +43,37 @@ export async function findSegment(ctx: Ctx, id: number, notFound: NotFound = not
   return seg;
 }
 
-/** The member count, from the cache while its key is current (see segments.sql.ts). */
-async function memberCount(ctx: Ctx, seg: SegmentRow, fields: Map<number, RuleField>): Promise<number> {
-  const rules = storedRules(seg, fields);
-  if (!rules) return 0;
-  const current = await ctx.db('contact_types').where({ id: seg.contact_type_id }).first('contacts_version');
-  if (seg.members_count !== null && seg.members_key === `${current?.contacts_version}:${seg.revision}`) return seg.members_count;
-  const { count, key } = await countMembers(ctx, seg, rules);
-  await ctx.db('segments').where({ id: seg.id }).update({ members_count: count, members_key: key });
-  return count;
+/**
+ * Member counts, from each segment's cache while its key is current (see segments.sql.ts),
+ * else counted — all stale segments in one statement — and cached again: a constant number
+ * of queries however many segments are listed (one when every count is cached).
+ */
+async function memberCounts(ctx: Ctx, segs: SegmentRow[], fields: Map<number, RuleField>): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  const typeIds = [...new Set(segs.map((s) => s.contact_type_id))];
+  const versions = new Map<number, number>(
+    (await scoped(ctx, 'contact_types').whereIn('id', typeIds).select('id', 'contacts_version')).map((t: { id: number; contacts_version: number }) => [
+      t.id,
+      t.contacts_version,
+    ]),
+  );
+  const stale: Array<{ seg: SegmentRow; rules: Rule[] }> = [];
+  for (const seg of segs) {
+    const rules = storedRules(seg, fields);
+    if (!rules) counts.set(seg.id, 0);
+    else if (seg.members_count !== null && seg.members_key === `${versions.get(seg.contact_type_id)}:${seg.revision}`) counts.set(seg.id, seg.members_count);
+    else stale.push({ seg, rules });
+  }
+  const fresh = await countMembers(ctx.db, stale);
+  if (fresh.size === 0) return counts;
+  for (const [id, { count }] of fresh) counts.set(id, count);
+  await ctx.db.raw(
+    `UPDATE segments s SET members_count = v.count, members_key = v.key
+     FROM json_to_recordset(?::json) AS v(id integer, count integer, key text)
+     WHERE s.id = v.id AND s.user_id = ?`,
+    [JSON.stringify([...fresh].map(([id, v]) => ({ id, ...v }))), ctx.userId],
+  );
+  return counts;
 }
 
 function toRecord(seg: SegmentRow, count: number) {
@@ -62,19 +84,14 @@ function toRecord(seg: SegmentRow, count: number) {
 
 export async function listSegments(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
   const base = scoped(ctx, 'segments').whereNull('deleted_at');
-  const q = base.clone().select('*').orderBy('id', 'desc');
-  if (paging) q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage);
-  const [rows, fields] = await Promise.all([q as Promise<SegmentRow[]>, loadRuleFields(ctx)]);
-  const records = [];
-  for (const seg of rows) records.push(toRecord(seg, await memberCount(ctx, seg, fields)));
-  if (!paging) return { rows: records };
-  const total = await base.clone().count<{ n: number }[]>({ n: '*' }).first();
-  return { rows: records, pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+  const [listed, fields] = await Promise.all([listRows<SegmentRow>(base.clone().select('*').orderBy('id', 'desc'), base, paging), loadRuleFields(ctx)]);
+  const counts = await memberCounts(ctx, listed.rows, fields);
+  return { ...listed, rows: listed.rows.map((seg) => toRecord(seg, counts.get(seg.id)!)) };
 }
 
 export async function getSegment(ctx: Ctx, id: number) {
   const [seg, fields] = await Promise.all([findSegment(ctx, id), loadRuleFields(ctx)]);
-  return toRecord(seg, await memberCount(ctx, seg, fields));
+  return toRecord(seg, (await memberCounts(ctx, [seg], fields)).get(seg.id)!);
 }
 
 /** The DB-dependent checks of save/update, reported together like the form rules. */
@@ -186,7 +203,7 @@ export async function listMembersPage(ctx: Ctx, segmentId: number, paging: Pagin
           .limit(paging.perPage - fromExtra.length)
           .offset(Math.max(0, offset - extra.length))) as Member[])
       : [];
-  const total = await memberCount(ctx, seg, await loadRuleFields(ctx));
+  const total = (await memberCounts(ctx, [seg], await loadRuleFields(ctx))).get(seg.id)!;
   return {
     rows: [...fromExtra, ...fromContacts].map(memberRecord(seg.id)),
     pagination: { page: paging.page, per_page: paging.perPage, total },

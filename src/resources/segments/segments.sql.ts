@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { Ctx } from '../../context';
 import { compileRules, type Rule } from './segment-rules';
 
 export interface SegmentRow {
@@ -93,19 +92,22 @@ export function recipientMembers(db: Knex, seg: SegmentRow, rules: Rule[]): Knex
 }
 
 /**
- * The member count and the cache key it belongs to, in one statement (one snapshot): the
- * key is the contact type's contacts_version and the segment's revision.
+ * The member counts of several segments and the cache keys they belong to, in one statement
+ * (one snapshot): each key is the contact type's contacts_version and the segment's revision.
+ * Rule-less segments (a deleted field) are left out by the caller. Returned by segment id.
  */
-export async function countMembers(ctx: Ctx, seg: SegmentRow, rules: Rule[]): Promise<{ count: number; key: string }> {
-  const db = ctx.db;
-  const contacts = matchingContacts(db, seg, rules).count('*');
-  const extra = extraRecipients(db, seg, rules).count('*');
-  const row = await db
-    .select(
-      db.raw('(SELECT contacts_version FROM contact_types WHERE id = ?) AS version', [seg.contact_type_id]),
-      db.raw('(SELECT revision FROM segments WHERE id = ?) AS revision', [seg.id]),
-      db.raw('(?) + (?) AS count', [contacts, extra]),
-    )
-    .first();
-  return { count: Number(row.count), key: `${row.version}:${row.revision}` };
+export async function countMembers(
+  db: Knex,
+  segments: Array<{ seg: SegmentRow; rules: Rule[] }>,
+): Promise<Map<number, { count: number; key: string }>> {
+  const out = new Map<number, { count: number; key: string }>();
+  if (segments.length === 0) return out;
+  const columns = segments.flatMap(({ seg, rules }, i) => [
+    db.raw(`(SELECT contacts_version FROM contact_types WHERE id = ? AND user_id = ?) AS v${i}`, [seg.contact_type_id, seg.user_id]),
+    db.raw(`(SELECT revision FROM segments WHERE id = ? AND user_id = ?) AS r${i}`, [seg.id, seg.user_id]),
+    db.raw(`(?) + (?) AS c${i}`, [matchingContacts(db, seg, rules).count('*'), extraRecipients(db, seg, rules).count('*')]),
+  ]);
+  const row = (await db.select(columns).first()) as Record<string, string | number>;
+  segments.forEach(({ seg }, i) => out.set(seg.id, { count: Number(row[`c${i}`]), key: `${row[`v${i}`]}:${row[`r${i}`]}` }));
+  return out;
 }
