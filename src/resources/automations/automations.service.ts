@@ -4,7 +4,7 @@ import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
 import { MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
-import type { Listed, Paging } from '../../http/pagination';
+import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../notifications/events';
 import { isUtr, lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
@@ -72,13 +72,8 @@ export async function listAutomations(ctx: Ctx, paging?: Paging): Promise<Listed
   const count = ctx.db.raw(
     '(SELECT count(*)::int FROM automation_schedules s WHERE s.automation_id = a.id AND s.deleted_at IS NULL) AS automation_schedule_count',
   );
-  const q = live(ctx).select('a.*', count).orderBy('a.id', 'desc');
-  if (!paging) return { rows: ((await q) as AutomationRow[]).map(toRecord) };
-  const [rows, total] = await Promise.all([
-    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage) as Promise<AutomationRow[]>,
-    live(ctx).count<{ n: number }[]>({ n: '*' }).first(),
-  ]);
-  return { rows: rows.map(toRecord), pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+  const listed = await listRows<AutomationRow>(live(ctx).select('a.*', count).orderBy('a.id', 'desc'), live(ctx), paging);
+  return { ...listed, rows: listed.rows.map(toRecord) };
 }
 
 export async function findAutomation(ctx: Ctx, utr: string, notFound: NotFound, db: Knex = ctx.db, lock = false): Promise<AutomationRow> {
@@ -257,10 +252,5 @@ export async function listEnteredContacts(ctx: Ctx, utr: string, paging?: Paging
       'ac.next_due_at',
     )
     .orderBy('ac.id', 'desc');
-  if (!paging) return { rows: await q };
-  const [rows, total] = await Promise.all([
-    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage),
-    base.clone().count<{ n: number }[]>({ n: '*' }).first(),
-  ]);
-  return { rows, pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+  return listRows(q, base, paging);
 }

@@ -4,7 +4,7 @@ import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
 import { MAX_INT } from '../../http/fields';
-import type { Listed, Paging } from '../../http/pagination';
+import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { isUtr, lockByKeys, scoped } from '../shared/crud';
 import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
@@ -105,13 +105,8 @@ export function toRecord(row: SingleSendRow) {
 }
 
 export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
-  const q = withOpenTokens(ctx, live(ctx)).orderBy('s.id', 'desc');
-  if (!paging) return { rows: ((await q) as SingleSendRow[]).map(toRecord) };
-  const [rows, total] = await Promise.all([
-    q.limit(paging.perPage).offset((paging.page - 1) * paging.perPage) as Promise<SingleSendRow[]>,
-    live(ctx).count<{ n: number }[]>({ n: '*' }).first(),
-  ]);
-  return { rows: rows.map(toRecord), pagination: { page: paging.page, per_page: paging.perPage, total: Number(total?.n ?? 0) } };
+  const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, live(ctx)).orderBy('s.id', 'desc'), live(ctx), paging);
+  return { ...listed, rows: listed.rows.map(toRecord) };
 }
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
