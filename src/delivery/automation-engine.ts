@@ -12,7 +12,7 @@ import { CONTACT_DATA } from './audience';
  *     progress rows, one `INSERT … SELECT … ON CONFLICT DO NOTHING` per automation;
  *  2. due steps: progress rows whose next email is due (live automations only, so a paused
  *     one holds them) are claimed with SKIP LOCKED; each becomes a recipient row in
- *     `deliveries` (unique per email and address: never twice) and moves to the next email.
+ *     `deliveries` (unique per email and address: one row each) and moves to the next email.
  * Sending, tracking and unsubscribing are the single sends' pipeline.
  */
 export interface EngineDeps {
