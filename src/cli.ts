@@ -131,7 +131,7 @@ export function buildProgram(): Command {
     .action((opts: { id: number }) =>
       withDatabase(async (db, logger) => {
         await prepareDatabase(db, logger);
-        const rotated = await rotateKeys(db, opts.id);
+        const rotated = await rotateKeys(db, opts.id, { logger });
         if (!rotated) {
           process.stderr.write(`No account with id ${opts.id}\n`);
           process.exitCode = 1;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { KeyCache } from './accounts/key-cache';
 import type { Config } from './config';
 import type { Mailer } from './delivery/mailer';
 import type { Logger } from './logger';
@@ -16,4 +17,6 @@ export interface Deps {
   logger: Logger;
   /** Where outgoing mail goes (SMTP pool or the outbox directory). */
   mailer: Mailer;
+  /** Key pairs verified recently (the server has one; without it every request asks the database). */
+  keys?: KeyCache;
 }

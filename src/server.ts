@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Knex } from 'knex';
+import { KeyCache } from './accounts/key-cache';
 import { countAccounts, createAccount } from './accounts/accounts.service';
 import { createApp } from './app';
 import type { Config } from './config';
@@ -124,12 +125,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const database = await resolveDatabase(config, logger);
   let db: Knex | undefined;
   let mailer: Mailer | undefined;
+  let keys: KeyCache | undefined;
   try {
     db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, logger });
     await prepareDatabase(db, logger);
     await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
     mailer = createMailer(config);
-    const app = createApp({ config, db, logger, mailer });
+    keys = new KeyCache({ url: database.url, logger });
+    await keys.start();
+    const app = createApp({ config, db, logger, mailer, keys });
     const server = await listen(app, config);
     // Slow clients may not hold a connection open forever.
     server.headersTimeout = 30_000;
@@ -154,6 +158,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         if (!(await databaseSettled(db!, 200, SETTLE_MAX_MS))) {
           logger.warn({ waitedMs: SETTLE_MAX_MS }, 'requests still have database work running; stopping anyway');
         }
+        await keys!.stop();
         await mailer!.close();
         await db!.destroy();
         await database.stop();
@@ -163,6 +168,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     };
     return { server, db, database, shutdown };
   } catch (err) {
+    await keys?.stop();
     await db?.destroy().catch(() => undefined);
     await database.stop();
     throw err;

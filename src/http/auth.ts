@@ -1,6 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
-import { authenticate } from '../accounts/accounts.service';
+import { findKeyOwner } from '../accounts/accounts.service';
+import type { KeyCache } from '../accounts/key-cache';
+import { hashSecret } from '../accounts/keys';
 import type { Ctx } from '../context';
 import { unauthorized } from './errors';
 import type { RateLimiter } from './rate-limit';
@@ -24,9 +26,19 @@ declare module 'express-serve-static-core' {
 /**
  * Resolves the PublicKey/SecretKey pair once per request and puts `ctx = { userId, db }` on
  * it. Missing headers answer the spec's AUTH shape; a wrong pair answers DESIGN's string.
+ * Pairs verified recently come from `keys` (no database round trip); see key-cache.ts.
  */
-export function requireKeys(db: Knex, limiter?: RateLimiter) {
-  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+export function requireKeys(db: Knex, limiter?: RateLimiter, keys?: KeyCache) {
+  const verify = async (req: Request, next: NextFunction, publicKey: string, digest: Buffer): Promise<void> => {
+    const ticket = keys?.ticket() ?? 0;
+    const userId = await findKeyOwner(db, publicKey, digest);
+    if (userId === undefined) throw unauthorized(WRONG_KEYS);
+    keys?.remember(publicKey, digest, userId, ticket);
+    req.ctx = { userId, db };
+    next();
+  };
+  // Not async: a pair found in memory goes on without a promise (express catches what this throws).
+  return (req: Request, _res: Response, next: NextFunction): void | Promise<void> => {
     const publicKey = req.get('PublicKey')?.trim();
     const secretKey = req.get('SecretKey')?.trim();
     if (!publicKey || !secretKey) {
@@ -37,8 +49,9 @@ export function requireKeys(db: Knex, limiter?: RateLimiter) {
     }
     if (publicKey.length > MAX_KEY_LENGTH || secretKey.length > MAX_KEY_LENGTH) throw unauthorized(WRONG_KEYS);
     limiter?.hit(publicKey);
-    const userId = await authenticate(db, publicKey, secretKey);
-    if (userId === undefined) throw unauthorized(WRONG_KEYS);
+    const digest = hashSecret(secretKey);
+    const userId = keys?.lookup(publicKey, digest);
+    if (userId === undefined) return verify(req, next, publicKey, digest);
     req.ctx = { userId, db };
     next();
   };
