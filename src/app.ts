@@ -1,20 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import compression from 'compression';
 import express, { type Express } from 'express';
-import { pinoHttp } from 'pino-http';
 import type { Deps } from './context';
 import { mountDocs } from './http/docs';
 import { ok } from './http/envelope';
 import { unavailable } from './http/errors';
 import { errorHandler } from './http/error-handler';
 import { buildOpenApi } from './http/openapi';
-import { mountRoutes } from './http/routes';
+import { requestLog } from './http/request-log';
+import { mountFallbacks, mountRoutes } from './http/routes';
 import { ASSETS_DIR, VERSION } from './paths';
 import { mountPublic } from './public';
 import { apiRoutes } from './resources';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
 /** The express app, without listen(): server.ts serves it and the tests drive it with supertest. */
 export function createApp(deps: Deps): Express {
@@ -23,21 +20,23 @@ export function createApp(deps: Deps): Express {
   app.set('etag', false);
   app.set('json replacer', undefined);
 
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-      // Health probes every few seconds would drown the log.
-      autoLogging: { ignore: (req) => req.url === '/healthz' },
-    }),
-  );
-  app.use(compression({ threshold: 1024 }));
+  // Health probes every few seconds would drown the log.
+  app.use(requestLog(deps.logger, (req) => req.url === '/healthz'));
+  // Only clients that ask for it get a compressed body; the others skip the middleware, which
+  // costs ≈35 µs per response even when it compresses nothing. Vary tells caches either way.
+  const compress = compression({ threshold: 1024 });
+  app.use((req, res, next) => {
+    if (req.headers['accept-encoding']) {
+      compress(req, res, next);
+      return;
+    }
+    res.setHeader('Vary', 'Accept-Encoding');
+    next();
+  });
+
+  // The API first: it is what almost every request is for, and its paths are fixed strings
+  // that no page below shares.
+  mountRoutes(app, apiRoutes, deps);
 
   app.get('/healthz', async (_req, res) => {
     try {
@@ -60,7 +59,7 @@ export function createApp(deps: Deps): Express {
   );
 
   mountPublic(app, deps);
-  mountRoutes(app, apiRoutes, deps);
+  mountFallbacks(app, apiRoutes);
   app.use(errorHandler(deps.logger));
   return app;
 }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
-import { listRows, type Paging } from '../../http/pagination';
+import { listRows, type Listed, type Paging } from '../../http/pagination';
+import { prepare, runPrepared } from '../../db/prepared';
 import { deleteById, findOrFail, scoped } from '../shared/crud';
 import { bumpContactsVersion } from '../contacts/contacts-version';
 import type { ContactTypeInput } from './contact-types.schemas';
@@ -17,13 +18,21 @@ function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
  * Newest first, each with `contacts_count`: a correlated count per listed type, answered
  * from the (contact_type_id, lower(email)) partial index without loading contacts.
  */
-export function listContactTypes(ctx: Ctx, paging?: Paging) {
+export function contactTypesQuery(ctx: Ctx): Knex.QueryBuilder {
   const count = ctx.db('contacts as c')
     .count('*')
     .whereRaw('c.contact_type_id = ct.id')
     .whereNull('c.deleted_at')
     .as('contacts_count');
-  return listRows(live(ctx).select([...COLUMNS, count]).orderBy('ct.id', 'desc'), live(ctx), paging);
+  return live(ctx).select([...COLUMNS, count]).orderBy('ct.id', 'desc');
+}
+
+/** The whole list (no paging), the one every client polls: a prepared statement (db/prepared.ts). */
+const LIST = prepare('contact_types_list', ['userId'], (db, p) => contactTypesQuery({ userId: p.userId, db }));
+
+export async function listContactTypes(ctx: Ctx, paging?: Paging): Promise<Listed<Record<string, unknown>>> {
+  if (!paging) return { rows: await runPrepared(ctx.db, LIST, { userId: ctx.userId }) };
+  return listRows(contactTypesQuery(ctx), live(ctx), paging);
 }
 
 export function getContactType(ctx: Ctx, id: number) {

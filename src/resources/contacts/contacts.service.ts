@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
+import { prepare, runPrepared } from '../../db/prepared';
 import { invalid, notFound1, type FieldErrors } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { keysetBatches } from '../../http/stream';
 import { deleteByIds, scoped } from '../shared/crud';
 import type { AddContactInput } from './contacts.schemas';
 import { bumpContactsVersion } from './contacts-version';
-import { checkCustomValue, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
+import { checkCustomValue, customFieldsQuery, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
 
 const ADDRESS = ['state', 'city', 'address_line1', 'address_line2', 'state_province_region', 'postal_code'] as const;
 
@@ -118,14 +119,32 @@ export async function listContactsPage(ctx: Ctx, paging: Paging): Promise<Listed
   return { ...listed, rows: listed.rows.map((r) => listRecord(r, fields)) };
 }
 
+/** One keyset batch of the streamed list: live contacts below `before`, newest first. */
+export function contactListQuery(ctx: Ctx, limit: number, before?: number): Knex.QueryBuilder {
+  const q = liveContacts(ctx, true).orderBy('c.id', 'desc').limit(limit);
+  if (before !== undefined) q.where('c.id', '<', before);
+  return q;
+}
+
+/**
+ * The streamed list is what clients poll: its statements are prepared (db/prepared.ts). A
+ * list that fits in one batch costs two statements, run together.
+ */
+const FIRST_BATCH = prepare('contacts_list_first', ['userId', 'limit'], (db, p) => contactListQuery({ userId: p.userId, db }, p.limit));
+const NEXT_BATCH = prepare('contacts_list_next', ['userId', 'limit', 'before'], (db, p) => contactListQuery({ userId: p.userId, db }, p.limit, p.before));
+const CUSTOM_FIELDS = prepare('custom_fields_of_account', ['userId'], (db, p) => customFieldsQuery({ userId: p.userId, db }));
+
 /** Every live contact, newest first, in keyset batches (for the streamed list). */
 export async function contactBatches(ctx: Ctx, batchSize = 5000) {
-  const fields = await loadCustomFields(ctx);
+  const [fields, first] = await Promise.all([
+    runPrepared<'userId', CustomField>(ctx.db, CUSTOM_FIELDS, { userId: ctx.userId }),
+    runPrepared<'userId' | 'limit', ContactRow>(ctx.db, FIRST_BATCH, { userId: ctx.userId, limit: batchSize }),
+  ]);
   return keysetBatches(async (before) => {
-    const q = liveContacts(ctx, true).orderBy('c.id', 'desc').limit(batchSize);
-    if (before !== undefined) q.where('c.id', '<', before);
-    return ((await q) as ContactRow[]).map((r) => listRecord(r, fields));
-  });
+    const rows =
+      before === undefined ? first : await runPrepared<'userId' | 'limit' | 'before', ContactRow>(ctx.db, NEXT_BATCH, { userId: ctx.userId, limit: batchSize, before });
+    return rows.map((r) => listRecord(r, fields));
+  }, batchSize);
 }
 
 export async function getContact(ctx: Ctx, id: number) {

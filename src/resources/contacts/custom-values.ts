@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 
 export interface CustomField {
@@ -6,12 +7,13 @@ export interface CustomField {
   field_type: 'text' | 'number' | 'datetime-local';
 }
 
+export function customFieldsQuery(ctx: Ctx): Knex.QueryBuilder {
+  return ctx.db('custom_fields').where({ user_id: ctx.userId }).orderBy('id').select('id', 'field_name', 'field_type');
+}
+
 /** The account's custom fields, oldest first (their order in records and CSV columns). */
 export async function loadCustomFields(ctx: Ctx): Promise<CustomField[]> {
-  return (await ctx.db('custom_fields')
-    .where({ user_id: ctx.userId })
-    .orderBy('id')
-    .select('id', 'field_name', 'field_type')) as CustomField[];
+  return (await customFieldsQuery(ctx)) as CustomField[];
 }
 
 export const CUSTOM_TEXT_MAX = 1000;

@@ -221,7 +221,7 @@ export async function memberBatches(ctx: Ctx, segmentId: number, batchSize = 500
       const q = contactMembers(ctx.db, seg, rules).limit(batchSize);
       if (before !== undefined) q.where('c.id', '<', before);
       return (await q) as Array<Member & { id: number }>;
-    });
+    }, batchSize);
     for await (const rows of batches) yield rows.map(toRecord);
   })();
 }
