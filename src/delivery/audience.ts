@@ -7,7 +7,13 @@ import { extraRecipients, matchingContacts, type SegmentRow } from '../resources
  * and segments) are walked in order with keyset paging on the contact id, one chunk per
  * statement: `INSERT … SELECT … ON CONFLICT DO NOTHING`, so addresses already queued (from an
  * earlier source or an earlier, interrupted run) are skipped by the unique index. Exclusions,
- * global unsubscribers and the send's unsubscribe group are `NOT EXISTS` on indexes.
+ * global unsubscribers and the send's unsubscribe group are `NOT EXISTS` anti-joins (hash
+ * anti-joins over the chunk in the plans measured).
+ *
+ * A row holds the address and the contact it came from, nothing more: the worker reads the
+ * contact's placeholder values when it claims the row (src/delivery/queue.ts), so a contact
+ * edited between fan-out and sending gets the message with its values as they are then.
+ * Hand-added segment recipients are no contact: their few values are copied into `data`.
  */
 export interface AudienceRef {
   id: string;
@@ -29,15 +35,18 @@ export interface FanoutCursor {
   extraDone?: boolean;
 }
 
-export const CHUNK = 5000;
+/**
+ * Chunk sizes: the first chunk is small so that sending starts at once (a chunk's rows can be
+ * claimed once it commits); each later one is as large as everything written so far, up to
+ * MAX_CHUNK, so a large audience is written in few statements and commits (bench/README.md,
+ * "Fan-out").
+ */
+export const FIRST_CHUNK = 2_000;
+export const MAX_CHUNK = 50_000;
 
-/** The placeholder values a message needs, captured with the row (alias `c`, country `co`). */
-export const CONTACT_DATA = `jsonb_build_object(
-  'first_name', c.first_name, 'last_name', c.last_name, 'alt_email', c.alt_email,
-  'country', coalesce(co.name, ''), 'state', c.state, 'city', c.city,
-  'address_line1', c.address_line1, 'address_line2', c.address_line2,
-  'state_province_region', c.state_province_region, 'postal_code', c.postal_code,
-  '_custom', c.custom_fields)`;
+export function chunkSize(written: number): number {
+  return Math.min(MAX_CHUNK, Math.max(FIRST_CHUNK, written));
+}
 
 const RECIPIENT_DATA = `jsonb_build_object(
   'first_name', coalesce(r.first_name, ''), 'last_name', coalesce(r.last_name, ''),
@@ -56,8 +65,8 @@ async function suppression(db: Knex, t: FanoutTarget): Promise<Knex.Raw[]> {
       [t.userId],
     ),
     db.raw(
-      'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients ug WHERE ug.unsubscribe_groups_id = ? AND lower(ug.email_address) = lower(src.email))',
-      [t.groupId],
+      'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients ug WHERE ug.unsubscribe_groups_id = ? AND ug.user_id = ? AND lower(ug.email_address) = lower(src.email))',
+      [t.groupId, t.userId],
     ),
   ];
   const fields = await loadRuleFields({ userId: t.userId, db });
@@ -81,18 +90,23 @@ async function suppression(db: Knex, t: FanoutTarget): Promise<Knex.Raw[]> {
   return clauses;
 }
 
-/** The next chunk of a source as (id, contact_id, email, data), ordered by contact id. */
-async function chunkQuery(db: Knex, t: FanoutTarget, cursor: FanoutCursor): Promise<{ q: Knex.QueryBuilder; keyset: boolean } | undefined> {
+/** The next chunk of a source as (key, contact_id, email, data), ordered by contact id. */
+async function chunkQuery(
+  db: Knex,
+  t: FanoutTarget,
+  cursor: FanoutCursor,
+  size: number,
+): Promise<{ q: Knex.QueryBuilder; keyset: boolean } | undefined> {
   const ref = t.sources[cursor.source];
+  const contactColumns = ['c.id as key', 'c.id as contact_id', 'c.email', db.raw('NULL::jsonb AS data')];
   if (ref.table === 'contacts_') {
     const q = db('contacts as c')
-      .leftJoin('countries as co', 'co.id', 'c.country_id')
       .where({ 'c.user_id': t.userId, 'c.contact_type_id': Number(ref.id) })
       .whereNull('c.deleted_at')
       .where('c.id', '>', cursor.after)
       .orderBy('c.id')
-      .limit(CHUNK)
-      .select('c.id as key', 'c.id as contact_id', 'c.email', db.raw(`${CONTACT_DATA} AS data`));
+      .limit(size)
+      .select(contactColumns);
     return { q, keyset: true };
   }
   const seg = await loadSegment(db, t.userId, Number(ref.id));
@@ -103,34 +117,31 @@ async function chunkQuery(db: Knex, t: FanoutTarget, cursor: FanoutCursor): Prom
     const q = extraRecipients(db, seg, rules).select('r.id as key', db.raw('NULL::integer AS contact_id'), 'r.email', db.raw(`${RECIPIENT_DATA} AS data`));
     return { q, keyset: false };
   }
-  const q = matchingContacts(db, seg, rules)
-    .leftJoin('countries as co', 'co.id', 'c.country_id')
-    .where('c.id', '>', cursor.after)
-    .orderBy('c.id')
-    .limit(CHUNK)
-    .select('c.id as key', 'c.id as contact_id', 'c.email', db.raw(`${CONTACT_DATA} AS data`));
+  const q = matchingContacts(db, seg, rules).where('c.id', '>', cursor.after).orderBy('c.id').limit(size).select(contactColumns);
   return { q, keyset: true };
 }
 
 /**
- * Writes one chunk of the audience and returns the cursor after it, or `undefined` when the
- * audience is complete. Runs inside the caller's transaction (which holds the send's row).
+ * Writes one chunk of the audience (at most `size` candidates) and returns the cursor after
+ * it, or `undefined` when the audience is complete. Runs inside the caller's transaction.
  */
 export async function fanOutChunk(
   trx: Knex.Transaction,
   t: FanoutTarget,
   cursor: FanoutCursor,
+  size: number,
 ): Promise<{ next?: FanoutCursor; inserted: number }> {
   if (cursor.source >= t.sources.length) return { inserted: 0 };
-  const chunk = await chunkQuery(trx, t, cursor);
+  const chunk = await chunkQuery(trx, t, cursor, size);
   const skipSource = { next: { source: cursor.source + 1, after: 0 }, inserted: 0 };
   if (!chunk) return skipSource;
   const filters = await suppression(trx, t);
+  // The chunk is read once (MATERIALIZED): the insert and the cursor's next key both use it.
   const result = await trx.raw(
-    `WITH chunk AS (?),
+    `WITH chunk AS MATERIALIZED (?),
      ins AS (
-       INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data, token)
-       SELECT ?, ?, src.contact_id, src.email, src.data, replace(gen_random_uuid()::text, '-', '')
+       INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data)
+       SELECT ?, ?, src.contact_id, src.email, src.data
        FROM chunk src
        WHERE ${filters.map(() => '?').join(' AND ')}
        ON CONFLICT (single_send_id, lower(email), user_id) WHERE single_send_id IS NOT NULL DO NOTHING
@@ -142,6 +153,6 @@ export async function fanOutChunk(
   const row = result.rows[0] as { last_key: number | null; n: number; inserted: number };
   const inserted = Number(row.inserted);
   if (!chunk.keyset) return { next: { ...cursor, extraDone: true }, inserted };
-  if (Number(row.n) < CHUNK) return { next: { source: cursor.source + 1, after: 0 }, inserted };
+  if (Number(row.n) < size) return { next: { source: cursor.source + 1, after: 0 }, inserted };
   return { next: { ...cursor, after: Number(row.last_key) }, inserted };
 }

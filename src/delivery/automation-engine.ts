@@ -3,7 +3,6 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
-import { CONTACT_DATA } from './audience';
 
 /**
  * Automations run in the delivery worker, in two set-based steps per round:
@@ -217,11 +216,10 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
     });
     if (queue.length) {
       const inserted = await trx.raw(
-        `INSERT INTO deliveries (user_id, automation_id, automation_schedule_id, contact_id, email, data, token)
-         SELECT v.user_id, v.automation_id, v.schedule_id, c.id, c.email, ${CONTACT_DATA}, replace(gen_random_uuid()::text, '-', '')
+        `INSERT INTO deliveries (user_id, automation_id, automation_schedule_id, contact_id, email)
+         SELECT v.user_id, v.automation_id, v.schedule_id, c.id, c.email
          FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
-         JOIN contacts c ON c.id = v.contact_id
-         LEFT JOIN countries co ON co.id = c.country_id
+         JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id
          ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
          RETURNING automation_id`,
         [JSON.stringify(queue)],

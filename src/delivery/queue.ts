@@ -2,8 +2,15 @@ import type { Knex } from 'knex';
 
 /**
  * The recipient-row queue in PostgreSQL. Rows are claimed with `FOR UPDATE SKIP LOCKED`, so
- * any number of workers share the work and never take the same row; a claim is a lease
- * (`locked_until`): a row whose worker died is queued again once its lease runs out.
+ * any number of workers share the work and never take the same row. A claim is a lease: the
+ * claimed row's `next_attempt_at` is the end of its lease (and `locked_until` says so for
+ * people reading the table), so a row whose worker died is due again, in the same index walk
+ * as queued rows, once its lease runs out — no separate sweep puts it back.
+ *
+ * A claim is identified by the row's attempt number: the outcomes and the release of a claim
+ * apply only while the row is still `sending` under that attempt, so a worker that lost its
+ * lease (it stalled past it, another worker took the row over) cannot overwrite the newer
+ * attempt's outcome or count it twice.
  */
 export interface ClaimedRow {
   id: number;
@@ -11,91 +18,144 @@ export interface ClaimedRow {
   single_send_id: number | null;
   automation_id: number | null;
   automation_schedule_id: number | null;
+  contact_id: number | null;
   email: string;
-  token: string;
-  data: Record<string, unknown>;
+  /** The stored token of a row written before tokens were signed (null since). */
+  token: string | null;
   attempts: number;
+  /** Placeholder values of a recipient without a contact (hand-added to a segment). */
+  data: Record<string, unknown> | null;
+  /** The contact's values as they are at claim time (null columns for a recipient without one). */
+  first_name: string | null;
+  last_name: string | null;
+  alt_email: string | null;
+  country: string | null;
+  state: string | null;
+  city: string | null;
+  address_line1: string | null;
+  address_line2: string | null;
+  state_province_region: string | null;
+  postal_code: string | null;
+  custom_fields: Record<string, unknown> | null;
 }
+
+/** A claim, as its outcome or its release names it. */
+export type ClaimRef = Pick<ClaimedRow, 'id' | 'user_id' | 'attempts'>;
 
 /**
  * Claims up to `limit` due rows, oldest `next_attempt_at` first, by walking
- * `deliveries_due_index` in order and stopping after `limit` rows: a cost independent of the
- * queue's length. The order is the index's alone (no `id` tie-break: a fan-out chunk shares one
- * timestamp, and sorting by id made PostgreSQL read and sort the whole chunk on every claim).
+ * `deliveries_queue_index` in order and stopping after `limit` rows: a cost independent of
+ * the queue's length (no `id` tie-break: a fan-out chunk shares one timestamp, and sorting by
+ * id made PostgreSQL read and sort the whole chunk on every claim). The claimed rows come
+ * back with their contacts' current values (primary-key lookups), so rendering needs no
+ * other query.
  *
  * Bitmap scans are switched off for this statement: right after a large fan-out the table's
  * statistics still say "few queued rows" (autovacuum has not analyzed it yet), and the planner
  * then prefers a bitmap scan of *every* queued row plus a sort — measured at 50–120 ms per
- * claim with 100,000 queued rows (the sort spilling to disk), growing with the audience.
+ * claim with 100,000 queued rows (the sort spilling to disk), growing with the audience. The
+ * SET LOCAL and the claim go as one simple-protocol query (one round trip, one implicit
+ * transaction), which is why the two numbers are written into the text: both are integers
+ * from the configuration, checked here.
  */
+export const CLAIM_SQL = (limit: number, leaseMs: number) => {
+  if (!Number.isSafeInteger(limit) || limit < 1 || !Number.isSafeInteger(leaseMs) || leaseMs < 1) {
+    throw new Error(`claim: bad limit ${limit} or lease ${leaseMs}`);
+  }
+  return `SET LOCAL enable_bitmapscan = off;
+    WITH picked AS (
+      SELECT id, user_id FROM deliveries
+      WHERE status IN ('queued', 'sending') AND next_attempt_at <= now()
+      ORDER BY next_attempt_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+      UPDATE deliveries d
+      SET status = 'sending', attempts = d.attempts + 1,
+          next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds'
+      FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id
+      RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.contact_id, d.email, d.token,
+                d.attempts, d.data
+    )
+    SELECT cl.*, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
+           c.address_line2, c.state_province_region, c.postal_code, c.custom_fields
+    FROM claimed cl
+    LEFT JOIN contacts c ON c.id = cl.contact_id AND c.user_id = cl.user_id
+    LEFT JOIN countries co ON co.id = c.country_id`;
+};
+
 export async function claimBatch(db: Knex, limit: number, leaseMs: number): Promise<ClaimedRow[]> {
-  return db.transaction(async (trx) => {
-    await trx.raw('SET LOCAL enable_bitmapscan = off');
-    const result = await trx.raw(
-      `WITH picked AS (
-         SELECT id FROM deliveries
-         WHERE status = 'queued' AND next_attempt_at <= now()
-         ORDER BY next_attempt_at
-         LIMIT ?
-         FOR UPDATE SKIP LOCKED
-       )
-       UPDATE deliveries d
-       SET status = 'sending', attempts = d.attempts + 1, locked_until = now() + (? * interval '1 millisecond')
-       FROM picked WHERE d.id = picked.id
-       RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.email, d.token, d.data, d.attempts`,
-      [limit, leaseMs],
-    );
-    return result.rows as ClaimedRow[];
-  });
+  const results = (await db.raw(CLAIM_SQL(limit, leaseMs))) as Array<{ rows: ClaimedRow[] }>;
+  return results[results.length - 1].rows;
 }
 
 /**
- * Rows this worker claimed and never tried (it is stopping): back to the queue as they were,
+ * Rows this worker claimed and never tried (it is stopping): due again at once, as they were,
  * the claim's attempt undone. A row another worker has since taken over is left alone.
  */
-export async function releaseClaimed(db: Knex, ids: number[]): Promise<void> {
-  if (ids.length === 0) return;
+export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void> {
+  if (claims.length === 0) return;
   await db.raw(
-    `UPDATE deliveries SET status = 'queued', attempts = attempts - 1, locked_until = NULL
-     WHERE id = ANY(?::bigint[]) AND status = 'sending'`,
-    [ids],
+    `UPDATE deliveries d SET status = 'queued', attempts = d.attempts - 1, locked_until = NULL, next_attempt_at = now()
+     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, attempts integer)
+     WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = 'sending' AND d.attempts = v.attempts`,
+    [JSON.stringify(claims.map(({ id, user_id, attempts }) => ({ id, user_id, attempts })))],
   );
-}
-
-/** Rows left `sending` by a worker that died: back to the queue (they may go out again). */
-export async function releaseExpiredLeases(db: Knex): Promise<number> {
-  const result = await db.raw(
-    `UPDATE deliveries SET status = 'queued', locked_until = NULL, next_attempt_at = now()
-     WHERE status = 'sending' AND locked_until < now()`,
-  );
-  return result.rowCount ?? 0;
 }
 
 export type Outcome =
-  | { id: number; status: 'sent'; messageId: string }
-  | { id: number; status: 'bounced' | 'failed'; error: string }
-  | { id: number; status: 'queued'; error: string; retryAt: Date };
+  | { status: 'sent'; messageId: string }
+  | { status: 'bounced' | 'failed'; error: string }
+  | { status: 'queued'; error: string; retryAt: Date };
 
-/** Writes a batch's outcomes in one statement (no per-message round trip). */
-export async function recordOutcomes(db: Knex, outcomes: Outcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  const values = outcomes.map((o) => ({
-    id: o.id,
+/**
+ * Writes a batch's outcomes and the statistics they make (delivered, bounces per single send
+ * and per automation) in one statement: the statistics count only the rows this statement
+ * changed, so an outcome that no longer applies (its claim was taken over) counts nothing.
+ * Returns how many outcomes applied.
+ */
+export const RECORD_OUTCOMES_SQL = `
+  WITH v AS (
+    SELECT * FROM json_to_recordset(?::json)
+      AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz)
+  ), done AS (
+    UPDATE deliveries d SET
+      status = v.status,
+      sent_at = CASE WHEN v.status = 'sent' THEN now() ELSE d.sent_at END,
+      message_id = coalesce(v.message_id, d.message_id),
+      last_error = v.error,
+      next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
+      locked_until = NULL
+    FROM v
+    WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = 'sending' AND d.attempts = v.attempts
+    RETURNING d.user_id, d.single_send_id, d.automation_id, d.status
+  ), counts AS (
+    SELECT user_id, single_send_id, automation_id,
+           count(*) FILTER (WHERE status = 'sent') AS delivered,
+           count(*) FILTER (WHERE status IN ('bounced', 'failed')) AS bounces
+    FROM done GROUP BY 1, 2, 3
+  ), sends AS (
+    UPDATE single_sends s SET delivered = s.delivered + c.delivered, bounces = s.bounces + c.bounces
+    FROM counts c
+    WHERE s.id = c.single_send_id AND s.user_id = c.user_id AND c.delivered + c.bounces > 0
+  ), automations AS (
+    UPDATE automations a SET total_delivered = a.total_delivered + c.delivered, total_bounces = a.total_bounces + c.bounces
+    FROM counts c
+    WHERE c.single_send_id IS NULL AND a.id = c.automation_id AND a.user_id = c.user_id AND c.delivered + c.bounces > 0
+  )
+  SELECT count(*)::int AS applied FROM done`;
+
+export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[]): Promise<number> {
+  if (outcomes.length === 0) return 0;
+  const values = outcomes.map((o, i) => ({
+    id: claims[i].id,
+    user_id: claims[i].user_id,
+    attempts: claims[i].attempts,
     status: o.status,
     message_id: o.status === 'sent' ? o.messageId : null,
     error: o.status === 'sent' ? null : o.error.slice(0, 1000),
     retry_at: o.status === 'queued' ? o.retryAt.toISOString() : null,
   }));
-  await db.raw(
-    `UPDATE deliveries d SET
-       status = v.status,
-       sent_at = CASE WHEN v.status = 'sent' THEN now() ELSE d.sent_at END,
-       message_id = coalesce(v.message_id, d.message_id),
-       last_error = v.error,
-       next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
-       locked_until = NULL
-     FROM json_to_recordset(?::json) AS v(id bigint, status text, message_id text, error text, retry_at timestamptz)
-     WHERE d.id = v.id AND d.status = 'sending'`,
-    [JSON.stringify(values)],
-  );
+  const result = await db.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
+  return (result.rows[0] as { applied: number }).applied;
 }

@@ -1,5 +1,5 @@
 import { escapeHtml } from './system-mail';
-import { buildMessage, headerSafe } from './mime';
+import { buildMessage, headerSafe, newBoundary } from './mime';
 import { htmlToText } from './text';
 
 /**
@@ -43,11 +43,31 @@ export interface DesignSource {
   customFields: Map<string, string>;
 }
 
+/** The contact columns a design may name (and nothing else of a recipient row). */
+const RESERVED = [
+  'first_name',
+  'last_name',
+  'alt_email',
+  'country',
+  'state',
+  'city',
+  'address_line1',
+  'address_line2',
+  'state_province_region',
+  'postal_code',
+] as const;
+type ReservedName = (typeof RESERVED)[number];
+const RESERVED_PLACEHOLDERS = new Set<string>(RESERVED);
+
+export type ContactFields = Readonly<Partial<Record<ReservedName, unknown>>>;
+
 export interface RecipientData {
   email: string;
   token: string;
-  /** Placeholder values captured at fan-out; `_custom` holds custom values by field id. */
-  data: Record<string, unknown>;
+  /** Reserved field values by name; nothing else of the object is read. */
+  fields: ContactFields;
+  /** Custom field values by field id. */
+  custom?: Readonly<Record<string, unknown>> | null;
 }
 
 export interface RenderedMessage {
@@ -100,13 +120,17 @@ export function compileDesign(src: DesignSource): CompiledDesign {
   const subject = split(src.subject);
   const preheader = split(src.preheader);
   const base = src.publicUrl;
+  const boundary = newBoundary();
 
   return {
     render(r, messageId) {
       const unsubscribeUrl = `${base}/unsubscribe/${r.token}`;
-      const custom = (r.data._custom ?? {}) as Record<string, string>;
+      const custom = r.custom ?? {};
       const byName = new Map<string, string>();
-      for (const [id, name] of src.customFields) if (custom[id] !== undefined) byName.set(name.toLowerCase(), String(custom[id]));
+      for (const [id, name] of src.customFields) {
+        const v = custom[id];
+        if (v !== undefined && v !== null) byName.set(name.toLowerCase(), String(v));
+      }
       const values = (name: string): string => {
         switch (name) {
           case 'sender_name':
@@ -118,14 +142,14 @@ export function compileDesign(src: DesignSource): CompiledDesign {
           case 'email':
             return r.email;
           case 'fullname':
-            return `${r.data.first_name ?? ''} ${r.data.last_name ?? ''}`.trim();
+            return `${r.fields.first_name ?? ''} ${r.fields.last_name ?? ''}`.trim();
           case '__pixel':
             return `${base}/t/open/${r.token}.gif`;
           case '__preheader':
             return fill(preheader, values, false);
           default: {
-            const v = r.data[name];
-            if (v !== undefined && v !== null && name !== '_custom') return String(v);
+            const v = RESERVED_PLACEHOLDERS.has(name) ? r.fields[name as ReservedName] : undefined;
+            if (v !== undefined && v !== null) return String(v);
             return byName.get(name) ?? '';
           }
         }
@@ -141,6 +165,7 @@ export function compileDesign(src: DesignSource): CompiledDesign {
         html: renderedHtml,
         text: renderedText,
         messageId,
+        boundary,
         headers: {
           'List-Unsubscribe': `<${unsubscribeUrl}>`,
           'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordEvent, type EventDeps } from '../notifications/events';
-import { fanOutChunk, type AudienceRef, type FanoutCursor } from './audience';
+import { chunkSize, fanOutChunk, type AudienceRef, type FanoutCursor } from './audience';
 
 /**
  * Single sends through their states: ready (1) and due → running (2) → audience written
@@ -46,43 +46,71 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
   return started.length;
 }
 
+/** Advisory-lock class of fan-out (pg_try_advisory_xact_lock(class, send id)): one writer per send. */
+const FANOUT_LOCK_CLASS = 0x48_46; // "HF"
+/** A housekeeping round writes audiences for about this long before it does its other work. */
+const FANOUT_ROUND_MS = 1000;
+
+class SendGone extends Error {}
+
 /**
- * Writes the audience of one running send, up to `maxChunks` chunks, each in its own
- * transaction holding the send's row (so one worker at a time fans a send out, and a crash
- * resumes from the saved cursor). Returns the number of chunks written.
+ * Writes audiences of running sends, chunk after chunk, for about FANOUT_ROUND_MS. Each chunk
+ * is one transaction holding the send's advisory lock, so one worker at a time fans a send
+ * out and a crash resumes from the saved cursor. The send's row is not locked while the
+ * chunk is written — outcomes keep updating its statistics meanwhile — only by the closing
+ * update of its cursor, which also finds out whether the send was deleted in the meantime
+ * (then the chunk is rolled back: a deletion cancels what was queued before it, and nothing
+ * may be queued after it). `onChunk` is called after each chunk commits (its rows are due).
+ * Returns the number of chunks written.
  */
-export async function fanOutSome(db: Knex, logger: Logger, maxChunks = 10): Promise<number> {
+export async function fanOutSome(db: Knex, logger: Logger, onChunk: () => void = () => undefined): Promise<number> {
+  const started = Date.now();
   let chunks = 0;
-  while (chunks < maxChunks) {
-    let current: SendRow | undefined;
-    try {
-      const more = await db.transaction(async (trx) => {
-        const send = (await trx('single_sends')
-          .where({ status: 2 })
-          .whereNull('fanout_done_at')
-          .whereNull('deleted_at')
-          .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', trx.fn.now()))
-          .orderBy('id')
-          .forUpdate()
-          .skipLocked()
-          .first()) as SendRow | undefined;
-        current = send;
-        if (!send) return false;
-        await fanOutOne(trx, logger, send);
-        return true;
-      });
-      if (!more) break;
-    } catch (err) {
-      if (!current) throw err;
-      // This send's chunk failed (and rolled back): park it for a minute and go on with the others.
-      logger.error({ err, singleSend: current.utr }, 'audience chunk failed; retrying in a minute');
-      await db('single_sends')
-        .where({ id: current.id })
-        .update({ fanout_retry_at: db.raw("now() + interval '1 minute'"), fanout_error: String((err as Error).message).slice(0, 1000) });
+  for (;;) {
+    const ids = (await db('single_sends')
+      .where({ status: 2 })
+      .whereNull('fanout_done_at')
+      .whereNull('deleted_at')
+      .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', db.fn.now()))
+      .orderBy('id')
+      .limit(20)
+      .pluck('id')) as number[];
+    let wrote = 0;
+    for (const id of ids) {
+      const n = await fanOutLocked(db, logger, id);
+      if (n) onChunk();
+      wrote += n;
+      if (Date.now() - started > FANOUT_ROUND_MS) return chunks + wrote;
     }
-    chunks += 1;
+    chunks += wrote;
+    if (!wrote) return chunks;
   }
-  return chunks;
+}
+
+/** One chunk of send `id`, unless another worker holds its fan-out. Returns 1 if written. */
+async function fanOutLocked(db: Knex, logger: Logger, id: number): Promise<number> {
+  let current: SendRow | undefined;
+  try {
+    return await db.transaction(async (trx) => {
+      const { rows } = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [FANOUT_LOCK_CLASS, id]);
+      if (!rows[0].locked) return 0;
+      // Read after taking the lock: the cursor another worker may just have moved.
+      current = (await trx('single_sends').where({ id, status: 2 }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
+        | SendRow
+        | undefined;
+      if (!current) return 0;
+      await fanOutOne(trx, logger, current);
+      return 1;
+    });
+  } catch (err) {
+    if (err instanceof SendGone || !current) return 0;
+    // This send's chunk failed (and rolled back): park it for a minute and go on with the others.
+    logger.error({ err, singleSend: current.utr }, 'audience chunk failed; retrying in a minute');
+    await db('single_sends')
+      .where({ id: current.id })
+      .update({ fanout_retry_at: db.raw("now() + interval '1 minute'"), fanout_error: String((err as Error).message).slice(0, 1000) });
+    return 1;
+  }
 }
 
 async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): Promise<void> {
@@ -94,10 +122,11 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
     exclusions: send.exclude_specific_recipient_id,
   };
   const cursor = send.fanout_cursor ?? { source: 0, after: 0 };
-  const { next, inserted } = await fanOutChunk(trx, target, cursor);
+  const { next, inserted } = await fanOutChunk(trx, target, cursor, chunkSize(send.triggered));
   const done = !next || next.source >= target.sources.length;
-  await trx('single_sends')
-    .where({ id: send.id })
+  const updated = await trx('single_sends')
+    .where({ id: send.id, user_id: send.user_id, status: 2 })
+    .whereNull('deleted_at')
     .update({
       fanout_cursor: done ? null : JSON.stringify(next),
       fanout_done_at: done ? trx.fn.now() : null,
@@ -105,18 +134,35 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
       fanout_error: null,
       triggered: trx.raw('triggered + ?', [inserted]),
     });
+  if (!updated) throw new SendGone();
   if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
 }
 
-/** Running sends with a complete audience and no message left to try → completed (3). */
+/**
+ * Running sends with a complete audience and no message left to try → completed (3). The
+ * statistics say when that may be (every recipient written is delivered or bounced: they are
+ * counted in the statement that records each outcome, src/delivery/queue.ts); only those
+ * sends are then confirmed against their rows, once, through the send's unique index.
+ */
 export async function completeSends(deps: EventDeps): Promise<number> {
-  const result = await deps.db.raw(
-    `UPDATE single_sends s SET status = 3, completed_at = now(), updated_at = now()
-     WHERE s.status = 2 AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.status IN ('queued', 'sending'))
-     RETURNING s.*`,
-  );
-  for (const s of result.rows as SendRow[]) {
+  const candidates = (await deps.db('single_sends')
+    .where({ status: 2 })
+    .whereNull('deleted_at')
+    .whereNotNull('fanout_done_at')
+    .whereRaw('delivered + bounces >= triggered')
+    .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
+  const completed: SendRow[] = [];
+  for (const c of candidates) {
+    const result = await deps.db.raw(
+      `UPDATE single_sends s SET status = 3, completed_at = now(), updated_at = now()
+       WHERE s.id = ? AND s.user_id = ? AND s.status = 2 AND s.deleted_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id AND d.status IN ('queued', 'sending'))
+       RETURNING s.*`,
+      [c.id, c.user_id],
+    );
+    completed.push(...(result.rows as SendRow[]));
+  }
+  for (const s of completed) {
     deps.logger.info({ singleSend: s.utr, delivered: s.delivered, bounces: s.bounces }, 'single send completed');
     await recordEvent(deps, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
       single_send: s.single_send_name,
@@ -128,5 +174,5 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       unsubscribes: s.unsubscribes,
     }).catch((err) => deps.logger.warn({ err }, 'event failed'));
   }
-  return result.rows.length;
+  return completed.length;
 }

@@ -1,19 +1,20 @@
 import type { Express } from 'express';
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
+import { recipientCondition } from './recipient';
 
 /** The smallest transparent GIF (43 bytes). */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
-const TOKEN = /^[a-f0-9]{32}$/;
 
 /**
  * Counts an open: every load adds to total opens, the first one per recipient to unique
  * opens. Returns false for a token that is not ours.
  */
 export async function recordOpen(db: Knex, token: string): Promise<boolean> {
+  const recipient = await recipientCondition(db, token);
+  if (!recipient) return false;
   return db.transaction(async (trx) => {
-    const row = await trx('deliveries')
-      .where({ token })
+    const row = await recipient(trx('deliveries'))
       .update({ open_count: trx.raw('open_count + 1'), opened_at: trx.raw('coalesce(opened_at, now())') })
       .returning(['single_send_id', 'automation_id', 'open_count']);
     if (row.length === 0) return false;
@@ -35,10 +36,8 @@ export async function recordOpen(db: Knex, token: string): Promise<boolean> {
 /** GET /t/open/<token>.gif: always the GIF (also for unknown tokens or a failing database). */
 export function mountTracking(app: Express, deps: Deps): void {
   app.get('/t/open/:file', async (req, res) => {
-    const token = String(req.params.file).replace(/\.gif$/i, '').toLowerCase();
-    if (TOKEN.test(token)) {
-      await recordOpen(deps.db, token).catch((err) => req.log?.warn({ err }, 'open not recorded'));
-    }
+    const token = String(req.params.file).replace(/\.gif$/i, '');
+    await recordOpen(deps.db, token).catch((err) => req.log?.warn({ err }, 'open not recorded'));
     res
       .status(200)
       .set({ 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, no-cache, must-revalidate, private', Expires: '0' })

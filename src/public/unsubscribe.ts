@@ -3,13 +3,12 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { escapeHtml, pageErrors, sendPage } from './page';
+import { recipientCondition } from './recipient';
 
 /**
  * The unsubscribe preferences page (GET), its form (POST) and RFC 8058 one-click (POST with
  * `List-Unsubscribe=One-Click`). No API keys: the token in the link is the credential.
  */
-const TOKEN = /^[a-f0-9]{32}$/;
-
 export interface MessageContext {
   deliveryId: number;
   userId: number;
@@ -24,10 +23,11 @@ export interface MessageContext {
 export type ContextResolver = (db: Knex, token: string) => Promise<MessageContext | undefined>;
 
 export const resolveMessage: ContextResolver = async (db, token) => {
-  const row = await db('deliveries as d')
+  const recipient = await recipientCondition(db, token, 'd');
+  if (!recipient) return undefined;
+  const row = await recipient(db('deliveries as d'))
     .leftJoin('single_sends as s', 's.id', 'd.single_send_id')
     .leftJoin('automations as a', 'a.id', 'd.automation_id')
-    .where('d.token', token)
     .first(
       'd.id',
       'd.user_id',
@@ -170,8 +170,7 @@ export function mountUnsubscribe(app: Express, deps: Deps): void {
   const parse = [express.urlencoded({ extended: true, limit: '16kb' }), multer({ limits: { fieldSize: 16 * 1024, fields: 200 } }).none()];
 
   const load = async (req: Request, res: Response): Promise<MessageContext | undefined> => {
-    const token = String(req.params.token).toLowerCase();
-    const m = TOKEN.test(token) ? await resolveMessage(deps.db, token) : undefined;
+    const m = await resolveMessage(deps.db, String(req.params.token));
     if (!m) sendPage(res, 404, 'Link not recognised', NOT_FOUND);
     return m;
   };

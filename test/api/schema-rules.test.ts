@@ -12,8 +12,11 @@ import { makeContactType, makeContacts } from '../helpers/fixtures';
  * named below; they must not have a `user_id` column.
  */
 const REFERENCE_TABLES = ['countries', 'states', 'cities', 'templates', 'reserved_fields'];
-/** Tables that belong to no account: the accounts themselves (the distribution root), migrations, the global send budget. */
-const GLOBAL_TABLES = ['accounts', 'knex_migrations', 'knex_migrations_lock', 'send_budget'];
+/**
+ * Tables that belong to no account: the accounts themselves (the distribution root), migrations, the global send budget,
+ * and the installation's own secrets (herald_secrets: the key that signs every account's tracking links).
+ */
+const GLOBAL_TABLES = ['accounts', 'knex_migrations', 'knex_migrations_lock', 'send_budget', 'herald_secrets'];
 
 const { db } = setupApp();
 

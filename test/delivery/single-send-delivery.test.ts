@@ -1,17 +1,21 @@
 import request from 'supertest';
 import type { ParsedMail } from 'mailparser';
 import { smtpMailer } from '../../src/delivery/mailer';
-import { Worker } from '../../src/delivery/worker';
-import { createLogger } from '../../src/logger';
 import { eventRecord } from '../../src/resources/notifications/notifications.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+import { waitFor } from '../helpers/wait';
+import { runWorker, waitForSend } from '../helpers/worker';
 
-const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3' }, 'delivery');
+/**
+ * Single sends through the worker as production runs it (started once for the file, its two
+ * loops and pipelined sending) into a real SMTP server; each test waits for what the worker
+ * makes happen.
+ */
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', WORKER_POLL_MS: '50' }, 'delivery');
 let sink: SmtpSink;
-let worker: Worker;
 let a: TestAccount;
 let sender: number;
 let group: number;
@@ -20,7 +24,10 @@ let list: number;
 
 beforeAll(async () => {
   sink = await startSmtpSink();
-  worker = new Worker({ config, db, logger: createLogger('silent'), mailer: smtpMailer(sink.url, { poolSize: 2 }) });
+});
+runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2 }) });
+
+beforeAll(async () => {
   a = await makeAccount(db);
   sender = await makeSender(db, a);
   group = await makeGroup(db, a, 'Newsletter');
@@ -65,6 +72,13 @@ async function createSend(fields: Record<string, unknown> = {}, exclude?: number
   return res.body.message.utr;
 }
 
+/** A send whose completion shows the worker has been round since: what it skipped, it skipped. */
+async function canary(): Promise<void> {
+  const list = await makeContactType(db, a, 'Canary');
+  await makeContacts(db, a, list, [{ email: `canary-${list}@example.com` }]);
+  await waitForSend(db, await createSend({ recipient_id: [`contacts_${list}`], single_send_name: 'Canary' }));
+}
+
 async function details(utr: string) {
   const res = await api(app, a).get(`/single-send/details?utr=${utr}`);
   expectSuccess(res);
@@ -83,7 +97,7 @@ describe('a single send, delivered through a real SMTP server', () => {
 
   beforeAll(async () => {
     utr = await createSend();
-    await worker.drain();
+    await waitForSend(db, utr);
     mails = await sink.byRecipient();
   });
 
@@ -102,17 +116,19 @@ describe('a single send, delivered through a real SMTP server', () => {
     expect(mail.html).not.toContain('((');
     expect(mail.html).toContain('Hi Ada, this month');
     expect(mail.html).toContain('1 High Street');
-    expect(mail.html).toMatch(/<img src="http:\/\/herald\.test\/t\/open\/[a-f0-9]{32}\.gif"/);
-    expect(mail.html).toMatch(/href="http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}"/);
+    expect(mail.html).toMatch(/<img src="http:\/\/herald\.test\/t\/open\/[a-f0-9]{56}\.gif"/);
+    expect(mail.html).toMatch(/href="http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{56}"/);
     expect(mail.text).toContain('Hello Ada!');
     expect(mail.text).toContain('Your plan: gold <vip>.');
-    expect(mail.text).toMatch(/http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}/);
+    expect(mail.text).toMatch(/http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{56}/);
   });
 
   it('carries Message-ID and RFC 8058 List-Unsubscribe headers', () => {
     const [mail] = mails.get('grace@example.com')!;
-    expect(header(mail, 'message-id')).toMatch(/^<[a-f0-9]{32}@acme\.test>$/);
-    expect(header(mail, 'list-unsubscribe')).toMatch(/http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32}/);
+    const token = /^<([a-f0-9]{56})@acme\.test>$/.exec(header(mail, 'message-id'))![1];
+    // One token for the Message-ID and every link of the message.
+    expect(header(mail, 'list-unsubscribe')).toBe(`<http://herald.test/unsubscribe/${token}>`);
+    expect(mail.html).toContain(`/t/open/${token}.gif`);
     expect(header(mail, 'list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
   });
 
@@ -124,7 +140,7 @@ describe('a single send, delivered through a real SMTP server', () => {
 
   it('counts opens: total per load, unique once per recipient; unknown tokens still get the GIF', async () => {
     const [mail] = mails.get('ada@example.com')!;
-    const pixel = /\/t\/open\/([a-f0-9]{32})\.gif/.exec(mail.html as string)![0];
+    const pixel = /\/t\/open\/([a-f0-9]{56})\.gif/.exec(mail.html as string)![0];
     for (let i = 0; i < 3; i++) {
       const res = await request(app).get(pixel);
       expect(res.status).toBe(200);
@@ -133,14 +149,18 @@ describe('a single send, delivered through a real SMTP server', () => {
     const unknown = await request(app).get('/t/open/ffffffffffffffffffffffffffffffff.gif');
     expect(unknown.status).toBe(200);
     expect((await request(app).get('/t/open/garbage')).status).toBe(200);
+    // Another recipient's token with one digit of its id changed: the signature no longer fits.
+    const [grace] = mails.get('grace@example.com')!;
+    const forged = /\/t\/open\/([a-f0-9]{56})\.gif/.exec(grace.html as string)![1].replace(/^(.{15})(.)/, (_, p, d) => p + (d === '0' ? '1' : '0'));
+    expect((await request(app).get(`/t/open/${forged}.gif`)).status).toBe(200);
     const s = await details(utr);
     expect(s).toMatchObject({ total_opens: 3, unique_opens: 1 });
-    expect(Object.keys(s.unique_open_token)).toEqual(['ada@example.com']);
+    expect(s.unique_open_token).toEqual({ 'ada@example.com': /\/t\/open\/([a-f0-9]{56})\.gif/.exec(mail.html as string)![1] });
   });
 
   it('honours one-click unsubscribe: the address joins the group, the count rises, the next send skips it', async () => {
     const [mail] = mails.get('grace@example.com')!;
-    const link = /\/unsubscribe\/[a-f0-9]{32}/.exec(header(mail, 'list-unsubscribe'))![0];
+    const link = /\/unsubscribe\/[a-f0-9]{56}/.exec(header(mail, 'list-unsubscribe'))![0];
     const res = await request(app).post(link).type('form').send('List-Unsubscribe=One-Click');
     expect(res.status).toBe(200);
     const again = await request(app).post(link).type('form').send('List-Unsubscribe=One-Click');
@@ -150,15 +170,14 @@ describe('a single send, delivered through a real SMTP server', () => {
     expect(rows).toContain('grace@example.com');
     sink.received.length = 0;
     const next = await createSend();
-    await worker.drain();
+    await waitForSend(db, next);
     expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['ada@example.com']);
     expect((await details(next)).triggered).toBe(1);
   });
 
   it('sends to another group’s unsubscribers (groups are separate)', async () => {
     sink.received.length = 0;
-    await createSend({ unsubscribe_group_id: otherGroup });
-    await worker.drain();
+    await waitForSend(db, await createSend({ unsubscribe_group_id: otherGroup }));
     expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['ada@example.com', 'grace@example.com', 'grouped@example.com']);
   });
 });
@@ -172,14 +191,14 @@ describe('scheduling and states', () => {
       schedule_date: tomorrow.toISOString().slice(0, 10),
       schedule_time: '09:30',
     });
-    await worker.drain();
-    expect(sink.received).toHaveLength(0);
+    await canary();
+    expect(sink.received.filter((m) => !m.to[0].startsWith('canary-'))).toHaveLength(0);
     const s = await details(utr);
     expect(s).toMatchObject({ status: 1, schedule_type: 1, schedule_time: '09:30:00', schedule_date: tomorrow.toISOString().slice(0, 10) });
     await db('single_sends').where({ utr }).update({ due_at: db.raw("now() - interval '1 second'") });
-    await worker.drain();
-    expect(sink.received.length).toBeGreaterThan(0);
-    expect((await details(utr)).status).toBe(3);
+    await waitForSend(db, utr);
+    // (Grace left the group's mail in the one-click test above.)
+    expect(sink.received.map((m) => m.to[0]).filter((to) => !to.startsWith('canary-'))).toEqual(['ada@example.com']);
   });
 
   it('a duplicate is a draft (status 0) that nothing sends until it is updated', async () => {
@@ -189,15 +208,14 @@ describe('scheduling and states', () => {
     expect(copy).toMatchObject({ status: 0, single_send_name: 'November news (copy)', triggered: 0, delivered: 0 });
     sink.received.length = 0;
     await db('single_sends').where({ utr: copy.utr }).update({ due_at: db.raw("now() - interval '1 second'") });
-    await worker.drain();
-    expect(sink.received).toHaveLength(0);
+    await canary();
+    expect(sink.received.filter((m) => !m.to[0].startsWith('canary-'))).toHaveLength(0);
     expect((await details(copy.utr)).status).toBe(0);
   });
 
   it('update is refused once sending has started, and delete stops the messages not yet sent', async () => {
     const utr = await createSend();
-    await worker.tick(); // starts it and writes the audience, sends the first batch
-    await db('single_sends').where({ utr }).update({ status: 2 });
+    await waitForSend(db, utr);
     const res = await api(app, a).form('/single/send/update', {
       utr,
       template_id: 1,
@@ -211,15 +229,20 @@ describe('scheduling and states', () => {
     });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ status: 'failed', errors: 'Single send can not be updated once sending has started' });
-    // Put messages back in the queue, then delete: they are cancelled, never sent.
+    // Its messages back in the queue, waiting for a retry an hour away (as after a 4xx), the
+    // send running again; then the send is deleted: they are cancelled, never sent.
     const send = await db('single_sends').where({ utr }).first('id');
-    await db('deliveries').where({ single_send_id: send.id }).update({ status: 'queued' });
+    await db('single_sends').where({ id: send.id }).update({ status: 2 });
+    await db('deliveries')
+      .where({ single_send_id: send.id })
+      .update({ status: 'queued', next_attempt_at: db.raw("now() + interval '1 hour'") });
     expectSuccess(await api(app, a).delete(`/single/send/delete?utr=${utr}`), 'Deleted Successfully');
     const statuses = await db('deliveries').where({ single_send_id: send.id }).distinct().pluck('status');
     expect(statuses).toEqual(['cancelled']);
+    await db('deliveries').where({ single_send_id: send.id }).update({ next_attempt_at: db.raw("now() - interval '1 second'") });
     sink.received.length = 0;
-    await worker.drain();
-    expect(sink.received).toHaveLength(0);
+    await canary();
+    expect(sink.received.map((m) => m.to[0])).toEqual([expect.stringMatching(/^canary-/)]);
   });
 });
 
@@ -242,7 +265,7 @@ describe('SMTP failures', () => {
     };
     sink.received.length = 0;
     const utr = await createSend({ recipient_id: [`contacts_${bounceList}`] });
-    await worker.drain();
+    await waitForSend(db, utr);
     sink.rcpt = () => 'accept';
     expect(sink.received.map((m) => m.to[0]).sort()).toEqual(['fine@example.com', 'later@example.com']);
     expect(tempFailures).toBe(1);
@@ -258,7 +281,7 @@ describe('SMTP failures', () => {
     await makeContacts(db, a, stuckList, [{ email: 'stuck@example.com' }]);
     sink.rcpt = (address) => (address === 'stuck@example.com' ? { code: 421, message: 'Busy' } : 'accept');
     const utr = await createSend({ recipient_id: [`contacts_${stuckList}`] });
-    await worker.drain();
+    await waitForSend(db, utr);
     sink.rcpt = () => 'accept';
     const row = await db('deliveries').where({ email: 'stuck@example.com' }).first();
     expect(row).toMatchObject({ status: 'failed', attempts: 3 });
@@ -271,7 +294,9 @@ describe('notifications', () => {
     expectSuccess(await api(app, a).form('/notification-recipient/save', { email_address: 'boss@acme.test', email_owner: 'Boss' }));
     sink.received.length = 0;
     const utr = await createSend({ single_send_name: 'Notified send' });
-    await worker.drain();
+    await waitForSend(db, utr);
+    // The completion notice goes out right after the status changes.
+    await waitFor('the completion notice', () => sink.received.filter((m) => m.to[0] === 'boss@acme.test').length === 2, { timeoutMs: 5000, describe: async () => [sink.received.map((m) => m.to), await db('account_events').where({ user_id: a.id }).select('type', 'notified', 'notify_error'), await db('notification_recipients').select()] });
     const mails = (await sink.byRecipient()).get('boss@acme.test') ?? [];
     const subjects = mails.map((m) => m.subject);
     expect(subjects).toEqual(['[Herald] Single send “Notified send” started', '[Herald] Single send “Notified send” completed']);

@@ -11,12 +11,13 @@ import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+import { waitForSend } from '../helpers/worker';
 
 /**
  * The unsubscribe preferences page, reached from a real message: a single send goes through
  * the worker to a real SMTP server, and its link is opened with supertest and in Chromium.
  */
-const { app, db, config } = setupApp({}, 'unsubscribe');
+const { app, db, config } = setupApp({ WORKER_POLL_MS: '50' }, 'unsubscribe');
 
 const SCREENSHOT = '/tmp/unsubscribe-page.png';
 const XSS_NAME = '<script>alert(1)</script>';
@@ -64,7 +65,13 @@ beforeAll(async () => {
   });
   expectSuccess(res);
   utr = res.body.message.utr;
-  await worker.drain();
+  // The worker as production runs it, until the send is complete.
+  worker.start();
+  try {
+    await waitForSend(db, utr);
+  } finally {
+    await worker.stop();
+  }
   mails = await sink.byRecipient();
 });
 
@@ -77,7 +84,7 @@ afterAll(async () => {
 function linkFor(address: string): string {
   const list = mails.get(address) ?? [];
   expect(list).toHaveLength(1);
-  const m = /http:\/\/herald\.test(\/unsubscribe\/[a-f0-9]{32})/.exec(String(list[0].html));
+  const m = /http:\/\/herald\.test(\/unsubscribe\/[a-f0-9]{56})/.exec(String(list[0].html));
   expect(m).not.toBeNull();
   return m![1];
 }
@@ -202,7 +209,7 @@ describeBrowser('the page in a real browser', () => {
   /** The link exactly as the mail has it, with its PUBLIC_URL base pointed at this server. */
   function browserLink(address: string): string {
     const html = String(mails.get(address)![0].html);
-    const href = /href="(http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{32})"/.exec(html)![1];
+    const href = /href="(http:\/\/herald\.test\/unsubscribe\/[a-f0-9]{56})"/.exec(html)![1];
     return href.replace('http://herald.test', base);
   }
 

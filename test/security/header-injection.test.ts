@@ -5,6 +5,7 @@ import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { startSmtpSink, type Received, type SmtpSink } from '../helpers/smtp';
+import { waitFor } from '../helpers/wait';
 import { holdDatabaseLock, type HeldLock } from './lib/db-lock';
 
 /**
@@ -18,7 +19,7 @@ import { holdDatabaseLock, type HeldLock } from './lib/db-lock';
  * `fuzz` database while holding its lock (the fuzzer never runs at the same time), and first
  * sets aside whatever other accounts left due there.
  */
-const { app, db, config, mailer: systemMailer } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '2' }, 'fuzz');
+const { app, db, config, mailer: systemMailer } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '2', WORKER_POLL_MS: '50' }, 'fuzz');
 
 const INJECT = '\r\nBcc: bcc-victim@evil.test\r\nX-Injected: yes';
 /** Every other line break a client could try: bare LF, bare CR, Unicode separators, NEL, NUL. */
@@ -170,7 +171,21 @@ beforeAll(async () => {
   );
   ok(await http.get(`/automations/set-live?utr=${auto.body.message.utr}`), 'set live');
 
-  await worker.drain();
+  // The worker as production runs it, until the send, the automation email and the two
+  // notices are out (four campaign messages, two to the owner) and nothing is left queued.
+  worker.start();
+  try {
+    await waitFor(
+      'the campaign messages and notices',
+      async () =>
+        sink.received.filter((m) => m.to[0] !== OWNER).length >= 4 &&
+        sink.received.filter((m) => m.to[0] === OWNER).length >= 2 &&
+        !(await db('deliveries').where({ user_id: a.id }).whereIn('status', ['queued', 'sending']).first('id')),
+      { timeoutMs: 60_000, describe: () => sink.received.map((m) => m.to) },
+    );
+  } finally {
+    await worker.stop();
+  }
   const all = await Promise.all(sink.received.map(async (raw) => ({ raw, parsed: await simpleParser(raw.raw) })));
   mails = all.filter((m) => m.raw.to[0] !== OWNER);
   notices = all.filter((m) => m.raw.to[0] === OWNER);

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
+import { secret } from '../../db/secrets';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
 import { MAX_INT } from '../../http/fields';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
+import { recipientToken } from '../../recipient-token';
 import { isUtr, lockByKeys, scoped } from '../shared/crud';
 import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
@@ -47,6 +49,8 @@ export interface SingleSendRow {
   sent_at: string | null;
   created_at: string;
   updated_at: string;
+  /** Who opened: [address, delivery id, stored token of a row older than signed tokens]. */
+  opened?: Array<[string, number, string | null]> | null;
   unique_open_token?: Record<string, string>;
 }
 
@@ -57,14 +61,26 @@ function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
 
 /**
  * `unique_open_token`: recipient key (the address, lower-cased) → open token, only for the
- * recipients who opened; one indexed subquery per listed send, never the whole audience.
+ * recipients who opened; one indexed subquery per listed send (deliveries_opened_index),
+ * never the whole audience. Tokens are signed here from the rows' keys (src/recipient-token.ts).
  */
 function withOpenTokens(ctx: Ctx, q: Knex.QueryBuilder): Knex.QueryBuilder {
   return q.select(
     's.*',
-    ctx.db.raw(`(SELECT coalesce(jsonb_object_agg(lower(d.email), d.token), '{}'::jsonb)
-                 FROM deliveries d WHERE d.single_send_id = s.id AND d.opened_at IS NOT NULL) AS unique_open_token`),
+    ctx.db.raw(`(SELECT jsonb_agg(jsonb_build_array(lower(d.email), d.id, d.token))
+                 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id AND d.opened_at IS NOT NULL) AS opened`),
   );
+}
+
+async function signOpenTokens(ctx: Ctx, rows: SingleSendRow[]): Promise<SingleSendRow[]> {
+  if (!rows.some((r) => r.opened?.length)) return rows;
+  const key = await secret(ctx.db, 'tracking');
+  return rows.map((r) => ({
+    ...r,
+    unique_open_token: Object.fromEntries(
+      (r.opened ?? []).map(([email, id, legacy]) => [email, legacy ?? recipientToken(key, { deliveryId: id, userId: r.user_id })]),
+    ),
+  }));
 }
 
 /** The spec's record: unscheduled date and time read as zeros, `sent_at` as `<datetime>`. */
@@ -106,7 +122,7 @@ export function toRecord(row: SingleSendRow) {
 
 export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
   const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, live(ctx)).orderBy('s.id', 'desc'), live(ctx), paging);
-  return { ...listed, rows: listed.rows.map(toRecord) };
+  return { ...listed, rows: (await signOpenTokens(ctx, listed.rows)).map(toRecord) };
 }
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
@@ -123,7 +139,7 @@ export async function getSingleSend(ctx: Ctx, utr: string) {
   if (!isUtr(utr)) throw notFound2();
   const row = (await withOpenTokens(ctx, live(ctx)).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
   if (!row) throw notFound2();
-  return toRecord(row);
+  return toRecord((await signOpenTokens(ctx, [row]))[0]);
 }
 
 function parseRefs(values: string[] | undefined, field: string, errors: FieldErrors): RecipientRef[] {

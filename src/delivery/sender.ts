@@ -1,0 +1,190 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import { secret } from '../db/secrets';
+import type { Logger } from '../logger';
+import { recipientToken } from '../recipient-token';
+import { designKey, type DesignCache } from './designs';
+import { MailError, type Mailer } from './mailer';
+import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
+import type { RecipientData } from './render';
+
+export interface SenderDeps {
+  config: Config;
+  db: Knex;
+  logger: Logger;
+  mailer: Mailer;
+  designs: DesignCache;
+  throttle: { take(): Promise<void> };
+}
+
+function retryDelay(config: Config, attempts: number): number {
+  return Math.min(config.retryBaseMs * 2 ** Math.max(0, attempts - 1), 6 * 3600_000);
+}
+
+/** What the renderer reads of a claimed row: a contact's current values, or a hand-added recipient's copy. */
+function recipientData(row: ClaimedRow, token: string): RecipientData {
+  return row.contact_id === null && row.data
+    ? { email: row.email, token, fields: row.data }
+    : { email: row.email, token, fields: row, custom: row.custom_fields };
+}
+
+/** A claimed half-batch: its rows, how many were started and finished, their outcomes. */
+interface Half {
+  rows: ClaimedRow[];
+  outcomes: Outcome[];
+  started: number;
+  finished: number;
+}
+
+/**
+ * Sending, in half-batches of SEND_BATCH_SIZE / 2 claimed rows and SEND_CONCURRENCY lanes.
+ * At most two halves are claimed and unrecorded at any moment — SEND_BATCH_SIZE rows, the
+ * most a killed worker can leave to go out twice — and the next half is claimed as soon as
+ * one is recorded, so it is there before the lanes run out of rows. A lane moves on to the
+ * next half's rows while the last messages of a half are still with the SMTP server: the
+ * connections never wait for a half to drain, nor for the database. A half is recorded (its
+ * outcomes and statistics in one statement) once every message of it was answered.
+ */
+export class Sender {
+  constructor(private readonly deps: SenderDeps) {}
+
+  /**
+   * Claims, sends and records until the queue has no due row or `running()` turns false;
+   * then releases the rows it claimed and did not start. Returns the rows it handled.
+   */
+  async sendUntilDry(running: () => boolean): Promise<number> {
+    const { config, db, logger } = this.deps;
+    const size = Math.max(1, Math.floor(config.sendBatchSize / 2));
+    const failed = (err: unknown) => logger.error({ err }, 'sending round failed; retrying shortly');
+    let key: Buffer;
+    try {
+      key = await secret(db, 'tracking');
+    } catch (err) {
+      failed(err);
+      return 0;
+    }
+    const halves: Half[] = [];
+    const recording: Array<Promise<void>> = [];
+    let claiming: Promise<void> | undefined;
+    let dry = false;
+    let handled = 0;
+    let wake: () => void = () => undefined;
+    let changed = new Promise<void>((resolve) => (wake = resolve));
+    const notify = () => {
+      const w = wake;
+      changed = new Promise<void>((resolve) => (wake = resolve));
+      w();
+    };
+
+    const claimMore = () => {
+      if (claiming || dry || !running() || halves.length >= 2) return;
+      claiming = this.claimHalf(size)
+        .then(
+          (rows) => {
+            if (rows.length) halves.push({ rows, outcomes: new Array(rows.length), started: 0, finished: 0 });
+            else dry = true;
+          },
+          (err: unknown) => {
+            failed(err);
+            dry = true;
+          },
+        )
+        .finally(() => {
+          claiming = undefined;
+          notify();
+        });
+    };
+
+    const finish = (half: Half) => {
+      handled += half.rows.length;
+      const done = recordOutcomes(db, half.rows, half.outcomes).then(
+        () => undefined,
+        (err: unknown) => {
+          // Unrecorded rows stay `sending` and go out again after their lease: stop claiming for now.
+          failed(err);
+          dry = true;
+        },
+      );
+      recording.push(
+        done.finally(() => {
+          halves.splice(halves.indexOf(half), 1);
+          claimMore();
+          notify();
+        }),
+      );
+    };
+
+    const nextRow = async (): Promise<[Half, number] | undefined> => {
+      for (;;) {
+        if (!running()) return undefined;
+        const half = halves.find((h) => h.started < h.rows.length);
+        if (half) return [half, half.started++];
+        claimMore();
+        if (dry && !claiming) return undefined;
+        await changed;
+      }
+    };
+
+    const lane = async () => {
+      for (let next = await nextRow(); next; next = await nextRow()) {
+        const [half, i] = next;
+        half.outcomes[i] = await this.sendOne(half.rows[i], key);
+        half.finished += 1;
+        if (half.finished === half.rows.length) finish(half);
+      }
+    };
+
+    claimMore();
+    await Promise.all(Array.from({ length: config.sendConcurrency }, lane));
+    await claiming;
+    await Promise.all(recording);
+    await this.releaseUnstarted(halves).catch(failed);
+    return handled;
+  }
+
+  /** Claims a half and loads each of its designs once (the lanes would otherwise all miss the cache together). */
+  private async claimHalf(size: number): Promise<ClaimedRow[]> {
+    const rows = await claimBatch(this.deps.db, size, this.deps.config.sendLeaseMs);
+    const firstOfDesign = new Map<string, ClaimedRow>();
+    for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
+    for (const row of firstOfDesign.values()) await this.deps.designs.get(row).catch(() => undefined);
+    return rows;
+  }
+
+  /**
+   * Stopping: halves partly sent are recorded for what was tried, and their rows never
+   * started go back to the queue, due at once, as if never claimed.
+   */
+  private async releaseUnstarted(halves: Half[]): Promise<void> {
+    for (const half of halves) {
+      const tried = half.started;
+      if (tried > 0) {
+        this.deps.logger.debug({ tried, released: half.rows.length - tried }, 'stopping: half-batch partly sent');
+        await recordOutcomes(this.deps.db, half.rows.slice(0, tried), half.outcomes.slice(0, tried));
+      }
+      await releaseClaimed(this.deps.db, half.rows.slice(tried));
+    }
+  }
+
+  /** One message: render, send, and what came of it. Never throws (a failure is an outcome). */
+  private async sendOne(row: ClaimedRow, key: Buffer): Promise<Outcome> {
+    const { config, designs, mailer, throttle } = this.deps;
+    try {
+      const design = await designs.get(row);
+      if (!design) return { status: 'failed', error: 'The message’s send or design no longer exists.' };
+      // The same token (so the same Message-ID) on every attempt: it is derived from the row.
+      const token = row.token ?? recipientToken(key, { deliveryId: row.id, userId: row.user_id });
+      const messageId = `<${token}@${design.domain}>`;
+      const message = design.compiled.render(recipientData(row, token), messageId);
+      await throttle.take();
+      await mailer.send({ from: design.fromEmail, to: row.email, raw: message.raw });
+      return { status: 'sent', messageId };
+    } catch (err) {
+      // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.
+      const e = err instanceof MailError ? err : new MailError(String((err as Error)?.message ?? err), false);
+      if (e.permanent) return { status: 'bounced', error: e.message };
+      if (row.attempts >= config.maxAttempts) return { status: 'failed', error: e.message };
+      return { status: 'queued', error: e.message, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
+    }
+  }
+}
