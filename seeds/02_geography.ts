@@ -1,28 +1,24 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 
 /**
  * Countries, states and cities from the `country-state-city` package (≈250 / 5,000 / 150,000).
  *
  * Seeds run on every start, so the common case must be cheap: one query compares the row
  * counts with those the last seed recorded (in the `cities` table comment, with the package
- * version). Only when they differ is the package read (≈180 ms, ≈45 MB) and, in one
- * transaction, its rows go into temporary staging tables in batches and three set-based
- * INSERT … SELECTs add whatever is missing. Ids follow the package's order (on an empty
- * database country 1 is the package's first country), so ids are the same on every
- * installation. Existing rows are never renumbered or deleted: contacts and senders refer to them.
+ * version). Only when they differ is the package read — by a child process (≈180 ms, ≈45 MB
+ * that this process never holds) whose rows flow through pipes into COPY — and, in one
+ * transaction, staged in temporary tables, three set-based INSERT … SELECTs add whatever is
+ * missing. Ids follow the package's order (on an empty database country 1 is the
+ * package's first country), so ids are the same on every installation. Existing rows are never
+ * renumbered or deleted: contacts and senders refer to them.
  */
-
-type CountryRow = [name: string, isoCode: string, phoneCode: string];
-type StateRow = [countryCode: string, isoCode: string, name: string];
-type CityRow = [countryCode: string, stateCode: string, name: string];
-
-interface GeographyData {
-  countries: CountryRow[];
-  states: StateRow[];
-  cities: CityRow[];
-}
 
 interface Counts {
   countries: number;
@@ -32,29 +28,6 @@ interface Counts {
 
 /** Bumped when this seed changes what it writes, so existing installations are topped up. */
 const SEED_VERSION = 1;
-/** Rows per staging INSERT: a few thousand keeps each statement small and the round trips few. */
-const BATCH = 5000;
-
-/**
- * The package's records in its order, without states of unknown countries or cities of
- * unknown states (the tables' foreign keys could not hold them).
- */
-function readPackageData(): GeographyData {
-  // Required lazily: the parsed package takes ≈180 ms and ≈45 MB, which a start that finds
-  // the data in place should not pay.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const csc = require('country-state-city') as typeof import('country-state-city');
-  const countries = csc.Country.getAllCountries().map((c): CountryRow => [c.name, c.isoCode, c.phonecode ?? '']);
-  const countryCodes = new Set(countries.map((c) => c[1]));
-  const states = csc.State.getAllStates()
-    .filter((s) => countryCodes.has(s.countryCode))
-    .map((s): StateRow => [s.countryCode, s.isoCode, s.name]);
-  const stateKeys = new Set(states.map((s) => `${s[0]}|${s[1]}`));
-  const cities = csc.City.getAllCities()
-    .filter((c) => stateKeys.has(`${c.countryCode}|${c.stateCode}`))
-    .map((c): CityRow => [c.countryCode, c.stateCode, c.name]);
-  return { countries, states, cities };
-}
 
 function packageDir(): string {
   return path.dirname(require.resolve('country-state-city/package.json'));
@@ -89,18 +62,43 @@ async function recordFingerprint(trx: Knex.Transaction): Promise<void> {
   await trx.raw(`COMMENT ON TABLE cities IS '${fingerprint(counts).replace(/'/g, "''")}'`);
 }
 
-/** Loads `rows` into a temporary table (dropped at commit), `BATCH` rows per statement. */
-async function stage(trx: Knex.Transaction, table: string, columns: string, rows: Array<[string, string, string]>) {
-  await trx.raw(`CREATE TEMP TABLE ${table} (pos int, ${columns}) ON COMMIT DROP`);
-  for (let start = 0; start < rows.length; start += BATCH) {
-    const batch = rows.slice(start, start + BATCH);
-    // One array per column: a batch is one statement with four parameters, whatever its size.
-    await trx.raw(`INSERT INTO ${table} SELECT * FROM unnest(?::int[], ?::text[], ?::text[], ?::text[])`, [
-      batch.map((_, i) => start + i + 1),
-      batch.map((r) => r[0]),
-      batch.map((r) => r[1]),
-      batch.map((r) => r[2]),
-    ]);
+/** Staging tables (dropped at commit) in the order seeds/geography/rows writes them, on fds 3, 4, 5. */
+const STAGING = [
+  'seed_countries (pos int, name text, iso_code text, phone_code text)',
+  'seed_states (pos int, country_code text, iso_code text, name text)',
+  'seed_cities (pos int, country_code text, state_code text, name text)',
+];
+
+/**
+ * Stages the package's rows: seeds/geography/rows (a child process, so the parsed package never
+ * enters this one) writes each table as COPY text on a pipe of its own, and each pipe flows
+ * straight into a COPY on the transaction's connection.
+ */
+async function stage(trx: Knex.Transaction): Promise<void> {
+  for (const table of STAGING) await trx.raw(`CREATE TEMP TABLE ${table} ON COMMIT DROP`);
+  const conn = (await trx.client.acquireConnection()) as pg.Client;
+  const ts = __filename.endsWith('.ts');
+  const script = path.join(__dirname, 'geography', ts ? 'rows.ts' : 'rows.js');
+  // From the TypeScript sources (tests, tsx) the child needs tsx's loader too.
+  const loader = ts ? ['--require', require.resolve('tsx/cjs')] : [];
+  const child = spawn(process.execPath, [...loader, script], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve(code));
+  });
+  try {
+    for (const [i, table] of STAGING.entries()) {
+      const name = table.slice(0, table.indexOf(' '));
+      await pipeline(child.stdio[3 + i] as Readable, conn.query(copyFrom(`COPY ${name} FROM STDIN`)));
+    }
+    const code = await exited;
+    if (code !== 0) throw new Error(`reading the country-state-city package failed (exit ${code}): ${stderr.trim()}`);
+  } finally {
+    if (child.exitCode === null) child.kill();
   }
 }
 
@@ -142,10 +140,8 @@ async function syncSequences(trx: Knex.Transaction): Promise<void> {
   }
 }
 
-async function fill(trx: Knex.Transaction, data: GeographyData): Promise<void> {
-  await stage(trx, 'seed_countries', 'name text, iso_code text, phone_code text', data.countries);
-  await stage(trx, 'seed_states', 'country_code text, iso_code text, name text', data.states);
-  await stage(trx, 'seed_cities', 'country_code text, state_code text, name text', data.cities);
+async function fill(trx: Knex.Transaction): Promise<void> {
+  await stage(trx);
   await insertMissing(trx);
   await syncSequences(trx);
   // Fresh statistics, so the first filtered requests get index plans rather than guesses.
@@ -158,7 +154,7 @@ export async function seed(knex: Knex): Promise<void> {
     // Two servers starting together: the second waits here, then finds the work done.
     await trx.raw('LOCK TABLE countries, states, cities IN SHARE ROW EXCLUSIVE MODE');
     if (await isUpToDate(trx)) return;
-    await fill(trx, readPackageData());
+    await fill(trx);
     await recordFingerprint(trx);
   });
 }
