@@ -36,9 +36,11 @@ function normalizePositional(v: Json): Json {
 
 function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false, positional = false): Json {
   if (positional) return normalizePositional(v);
+  // Inside a name-keyed map (custom field values) an empty value means "clear this value":
+  // '' and null (JSON) alike, as Laravel turns empty strings into null.
+  if (inMap && v === null) return '';
   if (typeof v === 'string') {
     if (verbatim) return v === '' ? undefined : v;
-    // Inside a name-keyed map (custom field values) an empty string means "clear this value".
     if (inMap) return v.trim();
     const t = v.trim();
     return t === '' ? undefined : t;
@@ -93,6 +95,18 @@ function foldBracketKeys(obj: Record<string, unknown>): Record<string, unknown> 
     out[name] = [...existing, ...items.sort((a, b) => a[0] - b[0]).map(([, v]) => v)];
   }
   return out;
+}
+
+/**
+ * Top-level fields of a parsed body that were sent empty (a blank string, or null): the
+ * normalised input drops them like absent ones, which is right for every field but those where
+ * "sent empty" means something, i.e. a custom value to clear (docs/decisions.md).
+ */
+export function blankFields(input: unknown): Set<string> {
+  const blank = new Set<string>();
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return blank;
+  for (const [k, v] of Object.entries(input)) if (v === null || (typeof v === 'string' && v.trim() === '')) blank.add(k);
+  return blank;
 }
 
 /** Normalises a parsed body or query object; anything else becomes `{}`. */

@@ -168,6 +168,38 @@ describe('POST /contacts/update', () => {
     expect(rec.custom_field.renewal.field_value).toBe('2027-01-31T09:30');
   });
 
+  it('clears a custom value sent empty — either spelling, any encoding, blank or null — and keeps those not sent', async () => {
+    expectSuccess(await add(a, { email: 'clear@example.com', plan: 'gold', score: '5', renewal: '2027-01-31T09:30' }));
+    const id = await idOf(a, 'clear@example.com');
+    const base = { contact_id: id, contact_type_id: typeA, email: 'clear@example.com', country: gb.id };
+    const full = { plan: 'gold', score: '5', renewal: '2027-01-31T09:30' };
+    const stored = async () => {
+      const rec = (await api(app, a).get(`/contacts/details?contact_id=${id}`)).body.message.contact as Contact;
+      return Object.fromEntries(Object.entries(rec.custom_field!).map(([k, v]) => [k, v.field_value]));
+    };
+    const json = (body: object) => request(app).post('/contacts/update').set(a.headers).send(body);
+    const cases: Array<[string, string, () => Promise<request.Response>]> = [
+      ['multipart <name>=', 'plan', () => api(app, a).form('/contacts/update', { ...base, plan: '' })],
+      ['multipart <name>=<spaces>', 'plan', () => api(app, a).form('/contacts/update', { ...base, plan: '   ' })],
+      ['multipart custom_field[<name>]=', 'score', () => api(app, a).form('/contacts/update', { ...base, 'custom_field[score]': '' })],
+      ['urlencoded <name>=', 'renewal', () => request(app).post('/contacts/update').set(a.headers).type('form').send({ ...base, renewal: '' })],
+      ['JSON "<name>": ""', 'plan', () => json({ ...base, plan: '' })],
+      ['JSON "<name>": null', 'score', () => json({ ...base, score: null })],
+      ['JSON custom_field {"<name>": null}', 'renewal', () => json({ ...base, custom_field: { renewal: null } })],
+    ];
+    for (const [how, field, send] of cases) {
+      expectSuccess(await api(app, a).form('/contacts/update', { ...base, ...full }));
+      expect(await stored()).toEqual(full);
+      const res = await send();
+      expect({ how, status: res.status, body: res.body }).toEqual({ how, status: 200, body: { status: 'success', message: 'Contact Updated Successfully' } });
+      expect({ how, values: await stored() }).toEqual({ how, values: { ...full, [field]: null } });
+    }
+    // Not sent at all: kept.
+    expectSuccess(await api(app, a).form('/contacts/update', { ...base, ...full }));
+    expectSuccess(await api(app, a).form('/contacts/update', base));
+    expect(await stored()).toEqual(full);
+  });
+
   it('answers VAL for missing fields or a taken email, NF1 for another account’s contact', async () => {
     const id = await idOf(a, 'ada.l@example.com');
     expectVal(await api(app, a).form('/contacts/update', { contact_id: id }), {

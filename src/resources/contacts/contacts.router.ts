@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { messages, ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { id, uploadedFile } from '../../http/fields';
+import { blankFields } from '../../http/form';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
 import { streamList } from '../../http/stream';
@@ -35,12 +36,14 @@ export const contactRoutes: RouteDef[] = [
     path: '/contacts/add',
     tag,
     summary: 'Add a contact to a contact type',
-    description: 'Custom field values: `custom_field[<name>]=value` (or `<name>=value`), checked by the field’s type.',
+    description:
+      'Custom field values: `custom_field[<name>]=value` (or `<name>=value`), checked by the field’s type; a value sent ' +
+      'empty is not stored.',
     body: addContactBody,
     response: confirmation(messages.contactAdded),
     failures: ['AUTH', 'VAL'],
-    handle: async ({ ctx, body }) => {
-      await service.addContact(ctx, body);
+    handle: async ({ ctx, body, req }) => {
+      await service.addContact(ctx, body, blankFields(req.body));
       return ok(messages.contactAdded);
     },
   }),
@@ -113,12 +116,15 @@ export const contactRoutes: RouteDef[] = [
     path: '/contacts/update',
     tag,
     summary: 'Update a contact (all fields of add, plus contact_id)',
+    description:
+      'Custom values sent are set; one sent empty (`custom_field[<name>]=` or `<name>=`, or null in JSON) is cleared; ' +
+      'custom fields not sent keep their values.',
     id: { name: 'contact_id', notFound: notFound1, requiredMessage: true },
     body: addContactBody,
     response: confirmation(messages.contactUpdated),
     failures: ['AUTH', 'VAL', 'NF1'],
-    handle: async ({ ctx, id: contactId, body }) => {
-      await service.updateContact(ctx, contactId, body);
+    handle: async ({ ctx, id: contactId, body, req }) => {
+      await service.updateContact(ctx, contactId, body, blankFields(req.body));
       return ok(messages.contactUpdated);
     },
   }),

@@ -155,9 +155,11 @@ export async function getContact(ctx: Ctx, id: number) {
 
 /**
  * Custom values from `custom_field[<name>]` or a top-level `<name>` field, checked by type.
- * Returns the values to store by field id; '' clears a value.
+ * Returns the values to store by field id; '' clears a value. A value sent empty (blank, or
+ * null) in either spelling clears it; `blank` names the top-level fields sent so, which the
+ * normalised input no longer holds (docs/decisions.md, "Clearing a custom value").
  */
-function readCustomValues(fields: CustomField[], input: Record<string, unknown>, errors: FieldErrors): Record<string, string> {
+function readCustomValues(fields: CustomField[], input: Record<string, unknown>, errors: FieldErrors, blank: ReadonlySet<string>): Record<string, string> {
   const byName = new Map(fields.map((f) => [f.field_name.toLowerCase(), f]));
   const out: Record<string, string> = {};
   const take = (field: CustomField, raw: unknown, key: string) => {
@@ -183,7 +185,9 @@ function readCustomValues(fields: CustomField[], input: Record<string, unknown>,
     else take(field, raw, `custom_field.${name}`);
   }
   for (const field of fields) {
-    if (field.field_name in input && !(field.field_name in map)) take(field, input[field.field_name], field.field_name);
+    if (field.field_name in map) continue;
+    if (field.field_name in input) take(field, input[field.field_name], field.field_name);
+    else if (blank.has(field.field_name)) out[String(field.id)] = '';
   }
   return out;
 }
@@ -194,7 +198,7 @@ interface Checked {
 }
 
 /** The checks that need the database, all reported together like the form rules. */
-async function checkContact(ctx: Ctx, input: AddContactInput, exceptId?: number): Promise<Checked> {
+async function checkContact(ctx: Ctx, input: AddContactInput, blank: ReadonlySet<string>, exceptId?: number): Promise<Checked> {
   const errors: FieldErrors = {};
   const [type, country, fields] = await Promise.all([
     scoped(ctx, 'contact_types').where({ id: input.contact_type_id }).whereNull('deleted_at').first('id'),
@@ -203,7 +207,7 @@ async function checkContact(ctx: Ctx, input: AddContactInput, exceptId?: number)
   ]);
   if (!type) errors.contact_type_id = ['The selected contact type id is invalid.'];
   if (!country) errors.country = ['The selected country is invalid.'];
-  const custom = readCustomValues(fields, input as Record<string, unknown>, errors);
+  const custom = readCustomValues(fields, input as Record<string, unknown>, errors, blank);
   if (type) {
     const taken = scoped(ctx, 'contacts')
       .where({ contact_type_id: input.contact_type_id })
@@ -228,8 +232,8 @@ function columns(input: AddContactInput) {
   };
 }
 
-export async function addContact(ctx: Ctx, input: AddContactInput): Promise<number> {
-  const { custom } = await checkContact(ctx, input);
+export async function addContact(ctx: Ctx, input: AddContactInput, blank: ReadonlySet<string> = new Set()): Promise<number> {
+  const { custom } = await checkContact(ctx, input, blank);
   const stored = Object.fromEntries(Object.entries(custom).filter(([, v]) => v !== ''));
   return ctx.db.transaction(async (trx) => {
     const [row] = await trx('contacts')
@@ -242,12 +246,13 @@ export async function addContact(ctx: Ctx, input: AddContactInput): Promise<numb
 
 /**
  * Replaces the contact's own fields (absent optional ones become empty, as a form submit
- * would); custom values given are set ('' clears one), the others are kept.
+ * would); custom values given are set (one sent empty is cleared), the others are kept.
+ * `blank`: the top-level fields sent empty (http/form.ts blankFields).
  */
-export async function updateContact(ctx: Ctx, id: number, input: AddContactInput): Promise<void> {
+export async function updateContact(ctx: Ctx, id: number, input: AddContactInput, blank: ReadonlySet<string> = new Set()): Promise<void> {
   const existing = await scoped(ctx, 'contacts').where({ id }).whereNull('deleted_at').first('id', 'contact_type_id', 'custom_fields');
   if (!existing) throw notFound1();
-  const { custom } = await checkContact(ctx, input, id);
+  const { custom } = await checkContact(ctx, input, blank, id);
   const merged: Record<string, string> = { ...(existing.custom_fields as Record<string, string>) };
   for (const [k, v] of Object.entries(custom)) {
     if (v === '') delete merged[k];
