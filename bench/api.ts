@@ -23,6 +23,7 @@
  *   npx tsx bench/api.ts [--runs 3] [--duration 10] [--connections 50] [--contacts 50]
  *                        [--only contacts-type|contacts-list] [--no-build] [--no-wait] [--keep]
  *                        [--cpu-prof]   (both servers write V8 CPU profiles into bench/out/api-profile/)
+ *                        [--bare-prepared]   (the bare endpoint prepares its statement too, as Herald does)
  *
  * Run it under `flock /tmp/herald-bench.lock` so no other benchmark shares the machine. Each
  * measurement waits (up to 1 min) for idle CPUs first (--no-wait: don't). Prints a summary and
@@ -82,7 +83,8 @@ function baselineRoute(e: Endpoint): BaselineRoute {
   const SENTINEL = 987_654_321;
   const { sql, bindings } = e.query({ userId: SENTINEL, db: knex }).toSQL().toNative();
   if (!bindings.includes(SENTINEL)) throw new Error(`${e.key}: the query does not filter by account`);
-  return { key: e.listKey, sql, bindings: bindings.map((b) => (b === SENTINEL ? USER_ID : b)) };
+  const name = opts.has('bare-prepared') ? `bare_${e.key.replace(/-/g, '_')}` : undefined;
+  return { key: e.listKey, sql, name, bindings: bindings.map((b) => (b === SENTINEL ? USER_ID : b)) };
 }
 
 /**
@@ -354,7 +356,7 @@ async function main(): Promise<number> {
       when: new Date().toISOString(),
       pass,
       target: `Herald ≥ ${TARGET * 100} % of the bare endpoint's req/s (median of the runs' ratios)`,
-      settings: { connections: CONNECTIONS, durationS: DURATION, runs: RUNS, contactsPerList: CONTACTS, accounts: accounts.length, poolMax: POOL_MAX },
+      settings: { connections: CONNECTIONS, durationS: DURATION, runs: RUNS, contactsPerList: CONTACTS, accounts: accounts.length, poolMax: POOL_MAX, barePrepared: opts.has('bare-prepared') },
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
       postgres: pgInfo,
       sql: Object.fromEntries(ENDPOINTS.map((e) => [e.path, baselineRoute(e).sql])),

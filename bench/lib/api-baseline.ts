@@ -19,6 +19,8 @@ export interface BaselineRoute {
   /** The list key of the envelope (`contactTypes`, `contacts`). */
   key: string;
   sql: string;
+  /** Set: run as a named prepared statement, as Herald does (bench/api.ts --bare-prepared). */
+  name?: string;
   /** Bindings in order; USER_ID stands for the requesting account's id. */
   bindings: unknown[];
 }
@@ -42,10 +44,7 @@ function main(p: BaselineParams): void {
         res.status(401).json({ status: 'failed', errors: 'unknown key' });
         return;
       }
-      const { rows } = await pool.query(
-        r.sql,
-        r.bindings.map((b) => (b === USER_ID ? userId : b)),
-      );
+      const { rows } = await pool.query({ name: r.name, text: r.sql, values: r.bindings.map((b) => (b === USER_ID ? userId : b)) });
       res.json({ status: 'success', message: { [r.key]: rows } });
     });
   }
