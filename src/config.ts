@@ -44,6 +44,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT_PER_MINUTE: intIn(0, 10_000_000).default(6000),
   IMPORT_MAX_BYTES: intIn(1024, 10 * 1024 ** 3).default(200 * 1024 * 1024),
+  IMPORT_TIMEOUT_MS: intIn(1000, 86_400_000).default(3_600_000),
   BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(1024 * 1024),
   DESIGN_BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(5 * 1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000).default(15_000),
@@ -74,6 +75,8 @@ export interface Config {
   logLevel: string;
   rateLimitPerMinute: number;
   importMaxBytes: number;
+  /** How long a CSV import may take once uploaded (its own statement timeout, instead of DB_QUERY_TIMEOUT_MS). */
+  importTimeoutMs: number;
   bodyLimitBytes: number;
   designBodyLimitBytes: number;
   shutdownTimeoutMs: number;
@@ -130,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: c.LOG_LEVEL,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     importMaxBytes: c.IMPORT_MAX_BYTES,
+    importTimeoutMs: c.IMPORT_TIMEOUT_MS,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     designBodyLimitBytes: c.DESIGN_BODY_LIMIT_BYTES,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,

@@ -11,8 +11,8 @@ import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
 import { addContactBody, contactDetailRecord, contactListRecord, importRecord } from './contacts.schemas';
 import * as service from './contacts.service';
 import { sampleCsv } from './csv-sample';
-import { importContactsCsv } from './import.service';
-import { listImports } from './imports.service';
+import { importContactsCsv } from './csv-import.service';
+import { listImports } from './import-history.service';
 
 const tag = 'Contacts';
 
@@ -82,11 +82,12 @@ export const contactRoutes: RouteDef[] = [
     file: { field: 'file', maxBytes: (deps) => deps.config.importMaxBytes },
     response: confirmation(messages.imported),
     failures: ['AUTH', 'VAL', 'TOO_LARGE'],
-    handle: async ({ ctx, body }) => {
+    handle: async ({ ctx, body, deps }) => {
       await importContactsCsv(ctx, {
         contactTypeId: body.contact_type_id,
         filePath: body.file.path,
         fileName: body.file.originalname,
+        timeoutMs: deps.config.importTimeoutMs,
       });
       return ok(messages.imported);
     },
@@ -95,7 +96,7 @@ export const contactRoutes: RouteDef[] = [
     method: 'get',
     path: '/contacts/imports',
     tag,
-    summary: 'Herald extension: the account’s CSV imports with their counts and first skip reasons',
+    summary: 'Herald extension: the account’s CSV imports with their counts and first skip reasons; a running one shows its progress',
     list: true,
     response: z.object({ imports: z.array(importRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],

@@ -72,12 +72,15 @@ export const contactListRecord = z.strictObject({ ...contactBase, contact_type: 
 /** In the detail: `country` is the country id as a string. */
 export const contactDetailRecord = z.strictObject(contactBase);
 
+/** A CSV import; while `running`, `rows_read` and `bytes_read` (of `file_bytes`) grow about once a second. */
 export const importRecord = z.strictObject({
   id: intId(),
   user_id: intId(),
   contact_type_id: intId(),
   file_name: z.string(),
   status: z.enum(['running', 'completed', 'failed']),
+  file_bytes: z.number().int(),
+  bytes_read: z.number().int(),
   rows_read: z.number().int(),
   inserted: z.number().int(),
   updated: z.number().int(),

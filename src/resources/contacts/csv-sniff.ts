@@ -1,5 +1,4 @@
-import fs from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
 import { invalid } from '../../http/errors';
 
 export type CsvEncoding = 'utf-8' | 'windows-1252';
@@ -16,39 +15,30 @@ const BINARY_SIGNATURES = [
   [0xff, 0xd8, 0xff], // jpeg
 ];
 
+export interface SniffedCsv {
+  encoding: CsvEncoding;
+  /** Rows the whole file holds, judged from the lines of its first 64 KB (a size hint). */
+  estimatedRows: number;
+}
+
 /**
  * Looks at the start of an upload: binary content (NUL bytes, known binary signatures) is not
  * a CSV whatever its name. Text that is not valid UTF-8 is read as Windows-1252, what Excel
  * writes by default on Western systems.
  */
-export async function sniffCsv(path: string): Promise<CsvEncoding> {
-  const handle = await fs.open(path, 'r');
+export async function sniffCsv(handle: FileHandle, fileBytes: number): Promise<SniffedCsv> {
+  const buf = Buffer.alloc(64 * 1024);
+  const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+  const head = buf.subarray(0, bytesRead);
+  if (BINARY_SIGNATURES.some((sig) => sig.every((b, i) => head[i] === b))) throw NOT_CSV();
+  if (head.includes(0)) throw NOT_CSV();
+  let lines = 0;
+  for (let i = head.indexOf(0x0a); i >= 0; i = head.indexOf(0x0a, i + 1)) lines += 1;
+  const estimatedRows = Math.ceil((fileBytes / Math.max(1, bytesRead)) * Math.max(1, lines));
   try {
-    const buf = Buffer.alloc(64 * 1024);
-    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    const head = buf.subarray(0, bytesRead);
-    if (BINARY_SIGNATURES.some((sig) => sig.every((b, i) => head[i] === b))) throw NOT_CSV();
-    if (head.includes(0)) throw NOT_CSV();
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: bytesRead === buf.length });
-      return 'utf-8';
-    } catch {
-      return 'windows-1252';
-    }
-  } finally {
-    await handle.close();
+    new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: bytesRead === buf.length });
+    return { encoding: 'utf-8', estimatedRows };
+  } catch {
+    return { encoding: 'windows-1252', estimatedRows };
   }
-}
-
-/** Re-encodes a Windows-1252 byte stream as UTF-8 text. */
-export function decodeWindows1252(): Transform {
-  const decoder = new TextDecoder('windows-1252');
-  return new Transform({
-    transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
-      done(null, decoder.decode(chunk, { stream: true }));
-    },
-    flush(done: TransformCallback) {
-      done(null, decoder.decode());
-    },
-  });
 }

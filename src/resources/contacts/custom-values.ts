@@ -35,18 +35,20 @@ function isRealDateTime(v: string): boolean {
  * Stored values are strings; segments compare numbers with a cast and datetimes as text
  * (the fixed format sorts chronologically).
  */
+/** A field's name in a message (Laravel's display rule); computed only for a message, the CSV import checks millions of values. */
+const displayName = (field: CustomField) => field.field_name.replace(/_/g, ' ');
+
 export function checkCustomValue(field: CustomField, raw: string): { value: string } | { error: string } {
-  const name = field.field_name.replace(/_/g, ' ');
   const v = raw.trim();
   switch (field.field_type) {
     case 'number':
-      if (!NUMBER.test(v) || v.replace(/[^0-9]/g, '').length > 30) return { error: `The ${name} must be a number.` };
-      return { value: String(Number(v)) === v ? v : v.replace(/^\+/, '') };
+      if (!NUMBER.test(v) || (v.length > 30 && v.replace(/[^0-9]/g, '').length > 30)) return { error: `The ${displayName(field)} must be a number.` };
+      return { value: v.charCodeAt(0) === 43 ? v.slice(1) : v };
     case 'datetime-local':
-      if (!isRealDateTime(v)) return { error: `The ${name} does not match the format Y-m-d\\TH:i.` };
+      if (!isRealDateTime(v)) return { error: `The ${displayName(field)} does not match the format Y-m-d\\TH:i.` };
       return { value: v };
     default:
-      if (v.length > CUSTOM_TEXT_MAX) return { error: `The ${name} must not be greater than ${CUSTOM_TEXT_MAX} characters.` };
+      if (v.length > CUSTOM_TEXT_MAX) return { error: `The ${displayName(field)} must not be greater than ${CUSTOM_TEXT_MAX} characters.` };
       return { value: v };
   }
 }

@@ -1,0 +1,371 @@
+import fs from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Knex } from 'knex';
+import type { PoolClient } from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import type { Ctx } from '../../context';
+import { AppError, invalid } from '../../http/errors';
+import { scoped } from '../shared/crud';
+import { AddressSet } from './address-set';
+import { bumpContactsVersion } from './contacts-version';
+import {
+  CODE_POINT_COLLATIONS,
+  COPY_INTO_CONTACTS,
+  COPY_INTO_STAGING,
+  COPY_TYPE_ADDRESSES,
+  COUNT_TYPE_CONTACTS,
+  CREATE_STAGING,
+  DROP_STAGING,
+  LOCK_LIVE_TYPE,
+  MERGE_STAGED,
+} from './csv-import.sql';
+import { CsvFormatError, CsvRecordReader } from './csv-records';
+import { sniffCsv, type SniffedCsv } from './csv-sniff';
+import { loadCustomFields, type CustomField } from './custom-values';
+import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
+import { RowRouter, type Routing } from './row-router';
+
+/**
+ * The CSV import (POST /contacts/upload-csv): one file into one contact type, all of it or
+ * nothing, in one transaction.
+ *
+ *   open the upload → open the import record → choose how rows travel → stream the file
+ *   (read, check, COPY) → merge the staged rows → close the import record
+ *
+ * How rows travel: the import knows the type's addresses (an AddressSet loaded at the start)
+ * and the file's addresses so far. A row with an address new to both goes straight into
+ * `contacts` through one COPY that runs while the file is being read, so PostgreSQL inserts
+ * on one core while Node reads on the other. A row that names an existing contact, or an
+ * address an earlier row named, is staged and merged once the file is read (MERGE_STAGED).
+ * PostgreSQL has the last word: if the unique index says a "new" address exists after all
+ * (another session added it, or the set's ASCII lower-casing missed a spelling), or the merge
+ * finds the file order ambiguous, the transaction is rolled back and the file is read again
+ * with every row staged. Into a type much larger than the file, every row is staged from the
+ * start (loading its addresses would cost more than it saves).
+ *
+ * Limits: the import's statements run under IMPORT_TIMEOUT_MS, counted from the start of the
+ * import, not under the per-request DB_QUERY_TIMEOUT_MS. Node's memory stays flat apart from
+ * the AddressSet (~16 bytes an address).
+ */
+
+/** A line longer than this is not a contact: refuse the file instead of buffering it. */
+export const MAX_LINE_CHARS = 1024 * 1024;
+/**
+ * At most this many addresses (the type's plus the file's) are kept in an AddressSet, ~16
+ * bytes each: past it, every row is staged. Keeps Herald's memory bounded whatever the list.
+ */
+const ADDRESS_SET_MAX = 3_000_000;
+/** Loading a type's addresses costs ~1 µs each, staging a row that could have gone straight in ~10 µs. */
+const LOAD_ADDRESSES_PER_ROW = 8;
+/** Sorts and hashes of the merge (a million staged rows sort in ~250 MB) and the reference checks' transition tables stay in memory. */
+const IMPORT_WORK_MEM = '256MB';
+
+export interface ImportOutcome extends ImportCounts {
+  id: number;
+  durationMs: number;
+}
+
+export interface ImportInput {
+  contactTypeId: number;
+  filePath: string;
+  fileName: string;
+  /** IMPORT_TIMEOUT_MS: the longest the import may take once the file is uploaded. */
+  timeoutMs: number;
+}
+
+interface Upload {
+  path: string;
+  handle: FileHandle;
+  bytes: number;
+  sniffed: SniffedCsv;
+}
+
+interface ImportJob {
+  ctx: Ctx;
+  importId: number;
+  typeId: number;
+  upload: Upload;
+  customFields: CustomField[];
+  countries: Map<string, number>;
+  deadline: number;
+  timeoutMs: number;
+  staging: string;
+  bytesRead: number;
+  /** The last attempt's router (its counts and reasons). */
+  rows?: RowRouter;
+}
+
+interface Written {
+  inserted: number;
+  updated: number;
+}
+
+/** Signals that PostgreSQL disagreed with the routing: roll back and stage every row. */
+class StageEverything extends Error {}
+
+export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<ImportOutcome> {
+  const started = Date.now();
+  const type = await scoped(ctx, 'contact_types').where({ id: input.contactTypeId }).whereNull('deleted_at').first('id');
+  if (!type) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
+  const upload = await openUpload(input.filePath);
+  try {
+    const job = await openImport(ctx, input, upload, started);
+    const progress = trackImportProgress(ctx, job.importId, (): ImportProgress => ({ rowsRead: job.rows?.rowsRead ?? 0, bytesRead: job.bytesRead }));
+    try {
+      const written = await writeContacts(job);
+      await progress.stop();
+      return await finishImport(job, written, started);
+    } catch (err) {
+      await progress.stop();
+      throw await recordFailure(job, err, started);
+    }
+  } finally {
+    await upload.handle.close();
+  }
+}
+
+/**
+ * The upload, opened once: read through this handle, it stays readable even if the request
+ * ends and its temporary file is removed while the import still runs.
+ */
+async function openUpload(path: string): Promise<Upload> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    return { path, handle, bytes: size, sniffed: await sniffCsv(handle, size) };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started: number): Promise<ImportJob> {
+  const [customFields, countries] = await Promise.all([loadCustomFields(ctx), countryLookup(ctx)]);
+  const importId = await openImportRecord(ctx, { contactTypeId: input.contactTypeId, fileName: input.fileName, fileBytes: upload.bytes });
+  return {
+    ctx,
+    importId,
+    typeId: input.contactTypeId,
+    upload,
+    customFields,
+    countries,
+    deadline: started + input.timeoutMs,
+    timeoutMs: input.timeoutMs,
+    staging: `contact_import_${importId}`,
+    bytesRead: 0,
+  };
+}
+
+/** Countries by lower-cased name, ISO code and id: a CSV may give any of the three. */
+async function countryLookup(ctx: Ctx): Promise<Map<string, number>> {
+  const rows = (await ctx.db('countries').select('id', 'name', 'iso_code')) as Array<{ id: number; name: string; iso_code: string }>;
+  const map = new Map<string, number>();
+  for (const r of rows) {
+    map.set(r.name.toLowerCase(), r.id);
+    map.set(r.iso_code.toLowerCase(), r.id);
+    map.set(String(r.id), r.id);
+  }
+  return map;
+}
+
+/**
+ * Every contact of the file, in one transaction on a connection of its own (COPY needs the
+ * raw client; knex's transaction runs on the same one so the shared helpers can join it).
+ * A second attempt stages every row (see StageEverything).
+ */
+async function writeContacts(job: ImportJob): Promise<Written> {
+  const { db } = job.ctx;
+  const client = (await db.client.acquireConnection()) as PoolClient;
+  try {
+    try {
+      return await db.transaction((trx) => attempt(job, client, trx, false), { connection: client });
+    } catch (err) {
+      if (!(err instanceof StageEverything)) throw err;
+    }
+    return await db.transaction((trx) => attempt(job, client, trx, true), { connection: client });
+  } finally {
+    db.client.releaseConnection(client);
+  }
+}
+
+async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction, stageAll: boolean): Promise<Written> {
+  const { ctx, typeId } = job;
+  await withinDeadline(job, client);
+  await client.query(`SET LOCAL work_mem = '${IMPORT_WORK_MEM}'`);
+  // Compiling these big one-off statements costs more than it saves.
+  await client.query('SET LOCAL jit = off');
+  const locked = await client.query(LOCK_LIVE_TYPE, [ctx.userId, typeId]);
+  if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
+  const known = stageAll ? undefined : await knownAddresses(job, client);
+  const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
+  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client) : { inserted: 0, updated: 0 };
+  // Cached segment counts of this type are stale now (see contacts-version.ts).
+  await withinDeadline(job, client);
+  await bumpContactsVersion(trx, ctx.userId, [typeId]);
+  return { inserted: direct + merged.inserted, updated: merged.updated };
+}
+
+/**
+ * Statements of the import stop at its deadline: each gets the time that is left (SET LOCAL:
+ * the setting ends with the transaction, the pooled session keeps DB_QUERY_TIMEOUT_MS).
+ */
+async function withinDeadline(job: ImportJob, client: PoolClient): Promise<void> {
+  const left = Math.ceil(job.deadline - Date.now());
+  if (left < 1) throw importTimedOut(job);
+  await client.query(`SET LOCAL statement_timeout = ${left}`);
+}
+
+function importTimedOut(job: ImportJob): AppError {
+  const ms = job.timeoutMs;
+  const limit = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} min` : `${Math.round(ms / 100) / 10} s`;
+  return new AppError(503, `The import took longer than IMPORT_TIMEOUT_MS allows (${limit}); nothing was imported.`);
+}
+
+/** The file's addresses alone (every row staged): they still tell which rows lose to a later one. */
+function fileAddresses(job: ImportJob): AddressSet {
+  return new AddressSet(Math.min(job.upload.sniffed.estimatedRows, ADDRESS_SET_MAX), ADDRESS_SET_MAX);
+}
+
+/**
+ * The type's addresses when routing pays (module comment), else undefined: every row is
+ * staged. An empty type gives an empty set sized for the file.
+ */
+async function knownAddresses(job: ImportJob, client: PoolClient): Promise<AddressSet | undefined> {
+  const fileRows = Math.min(job.upload.sniffed.estimatedRows, ADDRESS_SET_MAX);
+  const limit = Math.min(ADDRESS_SET_MAX - fileRows, fileRows * LOAD_ADDRESSES_PER_ROW);
+  const { rows } = await client.query<{ n: number }>(COUNT_TYPE_CONTACTS, [job.ctx.userId, job.typeId, limit + 1]);
+  const existing = rows[0].n;
+  if (existing > limit) return undefined;
+  const set = new AddressSet(existing + fileRows, ADDRESS_SET_MAX);
+  if (existing === 0) return set;
+  await withinDeadline(job, client);
+  await pipeline(client.query(copyTo(COPY_TYPE_ADDRESSES(job.ctx.userId, job.typeId))), async (chunks: AsyncIterable<Buffer>) => {
+    let rest = '';
+    for await (const chunk of chunks) {
+      const text = rest + chunk.toString('utf8');
+      let start = 0;
+      for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
+        const tab = text.indexOf('\t', start);
+        set.addContact(text.slice(tab + 1, end), Number(text.slice(start, tab)));
+        start = end + 1;
+      }
+      rest = text.slice(start);
+    }
+  });
+  return set;
+}
+
+/**
+ * Reads the whole file through the row checks into one COPY: straight into contacts
+ * (`direct`: staged rows wait in a file beside the upload, then go into the staging table)
+ * or into the staging table (`stage-all`). Returns the rows that COPY took.
+ */
+async function streamFile(job: ImportJob, client: PoolClient, addresses: AddressSet, mode: 'direct' | 'stage-all'): Promise<number> {
+  const sidePath = `${job.upload.path}.staged`;
+  const side = mode === 'direct' ? fs.createWriteStream(sidePath) : undefined;
+  const routing: Routing = side ? { mode: 'direct', staged: side } : { mode: 'stage-all' };
+  const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId });
+  job.rows = rows;
+  try {
+    if (!side) await client.query(CREATE_STAGING(job.staging));
+    await withinDeadline(job, client);
+    const copy = client.query(copyFrom(side ? COPY_INTO_CONTACTS : COPY_INTO_STAGING(job.staging)));
+    const source = job.upload.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 256 * 1024 });
+    await pipeline(source, countingDecoder(job), new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
+      throw readError(err, side !== undefined);
+    });
+    if (side && rows.staged > 0) {
+      await new Promise<void>((resolve, reject) => side.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      await client.query(CREATE_STAGING(job.staging));
+      await withinDeadline(job, client);
+      await pipeline(fs.createReadStream(sidePath, { highWaterMark: 256 * 1024 }), client.query(copyFrom(COPY_INTO_STAGING(job.staging))));
+    }
+    return side ? copy.rowCount : 0;
+  } finally {
+    if (side) {
+      side.destroy();
+      await fs.promises.rm(sidePath, { force: true });
+    }
+  }
+}
+
+/**
+ * The upload's bytes as they are read, counted for the progress, and re-encoded as UTF-8 when
+ * the file is Windows-1252 (csv-sniff.ts).
+ */
+function countingDecoder(job: ImportJob): Transform {
+  const decoder = job.upload.sniffed.encoding === 'windows-1252' ? new TextDecoder('windows-1252') : undefined;
+  return new Transform({
+    transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+      job.bytesRead += chunk.length;
+      done(null, decoder ? decoder.decode(chunk, { stream: true }) : chunk);
+    },
+    flush(done: TransformCallback) {
+      done(null, decoder ? decoder.decode() : undefined);
+    },
+  });
+}
+
+/** Errors while reading and copying, worded for the client; a duplicate the routing missed restarts the import. */
+function readError(err: unknown, direct: boolean): unknown {
+  if (err instanceof CsvFormatError) {
+    if (err.kind === 'too-long') return invalid({ file: [`The file has a line longer than ${MAX_LINE_CHARS / 1024} kilobytes (line ${err.line}).`] });
+    return invalid({ file: [`The file is not a valid CSV file (line ${err.line}: ${err.message}).`] });
+  }
+  const e = err as { code?: string; constraint?: string };
+  if (direct && e.code === '23505' && e.constraint === 'contacts_type_email_unique') return new StageEverything();
+  return err;
+}
+
+/** MERGE_STAGED over the staging table, then drops it. */
+async function mergeStaged(job: ImportJob, client: PoolClient): Promise<Written> {
+  const codePoint = await client.query<{ code_point: boolean }>(CODE_POINT_COLLATIONS);
+  const collate = codePoint.rows[0]?.code_point ? 'COLLATE "C"' : '';
+  await withinDeadline(job, client);
+  const { rows } = await client.query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(
+    MERGE_STAGED(job.staging, collate),
+    [job.ctx.userId, job.typeId],
+  );
+  const m = rows[0];
+  if (m.ambiguous > 0) throw new StageEverything();
+  await client.query(DROP_STAGING(job.staging));
+  // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).
+  return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };
+}
+
+/** Closes the import record with the counts: rows that lost to a later row of the same address count as skipped. */
+async function finishImport(job: ImportJob, written: Written, started: number): Promise<ImportOutcome> {
+  const rows = job.rows!;
+  const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated;
+  const outcome: ImportOutcome = {
+    id: job.importId,
+    rowsRead: rows.rowsRead,
+    inserted: written.inserted,
+    updated: written.updated,
+    skipped: rows.invalid + duplicates,
+    reasons: rows.reasons.items,
+    ignoredColumns: rows.columns?.ignored ?? [],
+    durationMs: Date.now() - started,
+  };
+  await completeImportRecord(job.ctx, job.importId, { ...outcome, fileBytes: job.upload.bytes });
+  return outcome;
+}
+
+/** Closes the import record as failed and returns the error for the client. */
+async function recordFailure(job: ImportJob, err: unknown, started: number): Promise<unknown> {
+  const timedOut = (err as { code?: string }).code === '57014' && Date.now() >= job.deadline - 1000;
+  const reported = timedOut ? importTimedOut(job) : err;
+  const errors = reported instanceof AppError ? reported.errors : undefined;
+  const message = errors !== undefined ? (typeof errors === 'string' ? errors : JSON.stringify(errors)) : reported instanceof Error ? reported.message : String(reported);
+  const rows = job.rows;
+  await failImportRecord(job.ctx, job.importId, {
+    rowsRead: rows?.rowsRead ?? 0,
+    skipped: rows?.invalid ?? 0,
+    reasons: rows?.reasons.items ?? [],
+    error: message,
+    durationMs: Date.now() - started,
+  });
+  return reported;
+}
