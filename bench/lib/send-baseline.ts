@@ -1,9 +1,15 @@
 /**
- * The send benchmark's baseline, in a child process of its own: raw nodemailer, the naive
- * way — a pooled SMTP transport and one `sendMail({ from, to, subject, html })` per message,
- * so nodemailer composes the MIME (headers, quoted-printable/base64 body) every time. The
- * HTML is pre-rendered before the clock starts (Herald's own renderer on the same design, a
- * set of personalised variants reused round-robin), so only sending is timed.
+ * The send benchmark's baselines, in a child process of their own: a pooled nodemailer SMTP
+ * transport (the pool size and messages in flight Herald uses) sending `count` messages to
+ * the sink, with nothing else to do — no database, no queue, no statistics. The messages are
+ * what Herald sends (the same design rendered by Herald's renderer: HTML and text part, the
+ * same headers), personalised, a set of variants reused round-robin, prepared before the
+ * clock starts. Two modes:
+ *
+ *   composed  nodemailer builds each message from its parts: `sendMail({ from, to, replyTo,
+ *             subject, html, text, messageId, headers })` — the usual way to send with it;
+ *   raw       the messages pre-rendered to MIME by Herald's writer go as `raw` — the pool's
+ *             own limit on this machine, what no sender built on it can beat.
  *
  * Parameters come as a JSON file named by BENCH_BASELINE; the result goes back over IPC as
  * { type: 'result', ...BaselineResult }.
@@ -12,7 +18,10 @@ import fs from 'node:fs';
 import nodemailer from 'nodemailer';
 import { compileDesign } from '../../src/delivery/render';
 
+export type BaselineMode = 'composed' | 'raw';
+
 export interface BaselineParams {
+  mode: BaselineMode;
   port: number;
   count: number;
   poolSize: number;
@@ -20,8 +29,10 @@ export interface BaselineParams {
   concurrency: number;
   html: string;
   subject: string;
+  preheader: string;
   fromName: string;
   fromEmail: string;
+  replyTo: string;
   senderAddress: string;
   publicUrl: string;
   /** Recipient i is `${prefix}${i}@${domain}`. */
@@ -30,40 +41,43 @@ export interface BaselineParams {
 }
 
 export interface BaselineResult {
+  mode: BaselineMode;
   sent: number;
   failed: number;
   firstError?: string;
   ms: number;
   cpuMs: number;
-  /** Time spent pre-rendering the variants (not timed). */
+  /** Time spent preparing the variants (not timed). */
   prepareMs: number;
 }
 
 const VARIANTS = 1000;
+const NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Frances', 'John', 'Søren', 'Zoë'];
 
-async function run(p: BaselineParams): Promise<BaselineResult> {
-  const prepStarted = Date.now();
+function variants(p: BaselineParams) {
   const design = compileDesign({
     subject: p.subject,
-    preheader: '',
+    preheader: p.preheader,
     html: p.html,
     fromName: p.fromName,
     fromEmail: p.fromEmail,
-    replyTo: p.fromEmail,
+    replyTo: p.replyTo,
     senderAddress: p.senderAddress,
     publicUrl: p.publicUrl,
     customFields: new Map(),
   });
-  const names = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Frances', 'John'];
-  const variants = Array.from({ length: VARIANTS }, (_, i) => {
-    const m = design.render(
-      { email: `${p.prefix}${i}@${p.domain}`, token: i.toString(16).padStart(32, '0'), data: { first_name: names[i % names.length], last_name: 'Bench' } },
-      `<${i}@bench>`,
-    );
-    return { subject: m.subject, html: m.html };
+  return Array.from({ length: VARIANTS }, (_, i) => {
+    const token = i.toString(16).padStart(56, '0');
+    const to = `${p.prefix}${i}@${p.domain}`;
+    const m = design.render({ email: to, token, fields: { first_name: NAMES[i % NAMES.length], last_name: 'Bench', city: 'Springfield' } }, `<${token}@bench-news.test>`);
+    return { to, token, ...m };
   });
-  const prepareMs = Date.now() - prepStarted;
+}
 
+async function run(p: BaselineParams): Promise<BaselineResult> {
+  const prepStarted = Date.now();
+  const prepared = variants(p);
+  const prepareMs = Date.now() - prepStarted;
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: p.poolSize,
@@ -73,6 +87,22 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
     secure: false,
     ignoreTLS: true,
   });
+  const send = (i: number) => {
+    const v = prepared[i % VARIANTS];
+    const to = `${p.prefix}${i}@${p.domain}`;
+    if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw });
+    return transport.sendMail({
+      from: { name: p.fromName, address: p.fromEmail },
+      to,
+      replyTo: p.replyTo,
+      subject: v.subject,
+      html: v.html,
+      text: v.text,
+      messageId: v.messageId,
+      date: new Date(),
+      headers: { 'List-Unsubscribe': `<${p.publicUrl}/unsubscribe/${v.token}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+    });
+  };
   let sent = 0;
   let failed = 0;
   let firstError: string | undefined;
@@ -82,14 +112,8 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const lane = async () => {
     while (next < p.count) {
       const i = next++;
-      const v = variants[i % VARIANTS];
       try {
-        await transport.sendMail({
-          from: { name: p.fromName, address: p.fromEmail },
-          to: `${p.prefix}${i}@${p.domain}`,
-          subject: v.subject,
-          html: v.html,
-        });
+        await send(i);
         sent += 1;
       } catch (err) {
         failed += 1;
@@ -101,7 +125,7 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const cpu = process.cpuUsage(cpu0);
   transport.close();
-  return { sent, failed, firstError, ms, cpuMs: (cpu.user + cpu.system) / 1000, prepareMs };
+  return { mode: p.mode, sent, failed, firstError, ms, cpuMs: (cpu.user + cpu.system) / 1000, prepareMs };
 }
 
 if (require.main === module) {

@@ -6,7 +6,8 @@
  *
  *   → { type: 'reset', keep?: number }   start a new phase (counters and address set cleared;
  *                                        the first `keep` raw messages are kept for checks)
- *   → { type: 'stats' }                  ← { type: 'stats', ...SinkStats }
+ *   → { type: 'stats', prefix?: string } ← { type: 'stats', ...SinkStats } (`withPrefix`: addresses
+ *                                        received that start with `prefix`)
  *   ← { type: 'listening', port }        once, at start
  */
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -28,6 +29,8 @@ export interface SinkStats {
   cpuMs: number;
   /** The first few raw messages of the phase. */
   samples: string[];
+  /** Distinct addresses received that start with the prefix asked about. */
+  withPrefix: number;
 }
 
 function startSink(): void {
@@ -89,7 +92,7 @@ function startSink(): void {
   });
   server.on('error', (err) => process.stderr.write(`sink: ${err.message}\n`));
 
-  process.on('message', (msg: { type: string; keep?: number }) => {
+  process.on('message', (msg: { type: string; keep?: number; prefix?: string }) => {
     if (msg.type === 'reset') {
       phase = fresh(msg.keep ?? 0);
       cpuAtReset = process.cpuUsage();
@@ -107,6 +110,7 @@ function startSink(): void {
         lastAt: phase.lastAt,
         cpuMs: Math.round((cpu.user + cpu.system) / 1000),
         samples: phase.samples,
+        withPrefix: msg.prefix ? [...phase.seen].filter((a) => a.startsWith(msg.prefix!)).length : 0,
       };
       process.send!({ type: 'stats', ...stats });
     }

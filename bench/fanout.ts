@@ -1,0 +1,240 @@
+/**
+ * Fan-out and memory benchmark (issue 9): a single send to 1,000,000 recipients through
+ * Herald as `npm start` runs it (one `herald serve` process, API and worker, default
+ * settings), created with `POST /single/send/create` (schedule_type 0) and run to completion
+ * into an SMTP sink that accepts and discards. Measured per run, from the create call:
+ *
+ *   - fan-out: until every recipient row is written (fanout_done_at) — target ≤ 10 s;
+ *   - first message: until the sink has the first message — target ≤ 2 s;
+ *   - Herald's peak RSS over the whole send, create call to completed (VmHWM, reset before
+ *     the call, and sampled every 100 ms) — target ≤ 200 MB.
+ *
+ * The baseline in the same run: the same 1,000,000 rows written by one bare `INSERT … SELECT`
+ * of (user, send, contact, email) from the contacts, with deliveries' indexes and checks but
+ * no suppression, no chunks, no Herald — what the table itself costs on this machine.
+ *
+ *   npx tsx bench/fanout.ts [--recipients 1000000] [--runs 3] [--fanout-only] [--no-build] [--keep] [--no-pin]
+ *
+ * --fanout-only stops each run once the audience is written (no memory figure). Prints best
+ * and median, writes bench/out/fanout.json, exits 1 on FAIL or a failed check.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from 'pg';
+import { build, createAccount, log, ROOT } from './lib/herald';
+import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
+import { args } from './lib/setup';
+import { rssSampler } from './lib/send-checks';
+import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
+import { createSend, sendRow, startServe } from './lib/send-herald';
+import { ask, BENCH_LIB, cpuMs, killAll, nextMessage, spawnNode, type Child } from './lib/send-procs';
+import type { SinkStats } from './lib/send-sink';
+
+const opts = args();
+const num = (name: string, dflt: number) => (opts.has(name) ? Number(opts.get(name)) : dflt);
+
+const DB = 'herald_bench_fanout';
+const RECIPIENTS = num('recipients', 1_000_000);
+const SUPPRESSED = 1_000;
+const RUNS = Math.max(1, num('runs', 3));
+const FANOUT_ONLY = opts.has('fanout-only');
+const PIN = !opts.has('no-pin');
+const TARGET = { fanoutMs: 10_000, firstMessageMs: 2_000, peakRssMb: 200 };
+const PUBLIC_URL = 'https://herald.bench.test';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The table's own cost: the audience in one bare INSERT … SELECT into the empty table, rolled back. */
+async function bareInsert(admin: Client, f: Fixture, typeId: number): Promise<number> {
+  await admin.query('TRUNCATE deliveries');
+  const send = await admin.query<{ id: number }>(
+    `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name, subject, preheader, from_sender, reply_to, status)
+     VALUES ($1, gen_random_uuid(), 2, $2, $3, 'bare insert', 's', 'p', 'news@bench-news.test', 'reply@bench-news.test', 0) RETURNING id`,
+    [f.userId, f.senderId, f.groupId],
+  );
+  await admin.query('BEGIN');
+  try {
+    const t = Date.now();
+    await admin.query(
+      `INSERT INTO deliveries (user_id, single_send_id, contact_id, email)
+       SELECT $1, $2, c.id, c.email FROM contacts c WHERE c.user_id = $1 AND c.contact_type_id = $3 AND c.deleted_at IS NULL`,
+      [f.userId, send.rows[0].id, typeId],
+    );
+    return Date.now() - t;
+  } finally {
+    await admin.query('ROLLBACK');
+    await admin.query('DELETE FROM single_sends WHERE id = $1', [send.rows[0].id]);
+  }
+}
+
+async function runOnce(c: Client, admin: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string, n: number) {
+  const bareInsertMs = await bareInsert(admin, f, typeId);
+  await admin.query('TRUNCATE deliveries');
+  await admin.query('VACUUM ANALYZE deliveries');
+  await admin.query('CHECKPOINT');
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
+  try {
+    await ask(sink, { type: 'reset', keep: 0 });
+    resetPeakRss(herald.pid);
+    let phase = 'fan-out';
+    const rss = rssSampler(herald.pid, () => phase);
+    const cpu0 = cpuMs(herald.pid);
+    const { utr, calledAt } = await createSend(herald.baseUrl, f.account, { senderId: f.senderId, groupId: f.groupId, typeId, name: `Bench 1M #${n}` });
+    let row = await sendRow(c, utr);
+    let fanoutRssMb = 0;
+    const deadline = Date.now() + 3_600_000;
+    let lastLog = Date.now();
+    for (;;) {
+      if (row.fanout_done_at) phase = 'sending';
+      else fanoutRssMb = Math.max(fanoutRssMb, rss.current());
+      if (row.status === 3 || (FANOUT_ONLY && row.fanout_done_at)) break;
+      if (herald.child.exitCode !== null) throw new Error(`herald exited with ${herald.child.exitCode}:\n${herald.output()}`);
+      if (Date.now() > deadline) throw new Error(`1M send not completed within an hour: ${JSON.stringify(row)}`);
+      if (Date.now() - lastLog > 30_000) {
+        lastLog = Date.now();
+        log(`  run ${n}: delivered ${row.delivered.toLocaleString('en')}, RSS ${rss.current()} MB`);
+      }
+      await sleep(row.fanout_done_at ? 200 : 20);
+      row = await sendRow(c, utr);
+    }
+    const mem = rss.stop();
+    const heraldCpuMs = cpuMs(herald.pid) - cpu0;
+    const seen = await ask<SinkStats>(sink, { type: 'stats', prefix: 'sup-' });
+    const sentAt = row.sent_at!.getTime();
+    const doneAt = row.completed_at?.getTime();
+    return {
+      utr,
+      bareInsertMs,
+      fanoutFromCreateMs: row.fanout_done_at!.getTime() - calledAt,
+      fanoutFromStartMs: row.fanout_done_at!.getTime() - sentAt,
+      createToStartMs: sentAt - calledAt,
+      firstMessageMs: seen.firstAt === null ? null : seen.firstAt - calledAt,
+      completedMs: doneAt === undefined ? null : doneAt - calledAt,
+      rate: doneAt === undefined ? null : Math.round((row.delivered / (doneAt - calledAt)) * 1000),
+      statistics: { status: row.status, triggered: row.triggered, delivered: row.delivered, bounces: row.bounces },
+      herald: { cpuMs: heraldCpuMs, peakRssMb: mem.vmHwmMb, peakSampledRssMb: mem.peakSampledMb, fanoutPeakRssMb: fanoutRssMb },
+      rssTimeline: mem.timeline,
+      sink: { ...seen, samples: undefined },
+    };
+  } finally {
+    const stopped = await herald.stop(60_000);
+    if (stopped.code !== 0) log(`herald serve exited with ${stopped.code} after SIGTERM`);
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-fanout-'));
+  let sink: Child | undefined;
+  let c: Client | undefined;
+  let admin: Client | undefined;
+  let dbCreated = false;
+  const cleanup = async () => {
+    await sink?.stop(5_000).catch(() => undefined);
+    killAll();
+    await c?.end().catch(() => undefined);
+    await admin?.end().catch(() => undefined);
+    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
+  process.once('exit', killAll);
+  try {
+    if (!opts.has('no-build')) build();
+    sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: PIN ? '1' : undefined });
+    const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
+    const url = await recreateDatabase(DB);
+    dbCreated = true;
+    const account = await createAccount(url, 'Bench fanout');
+    c = await connect(url);
+    admin = await connect(databaseUrl(DB));
+    const f = await makeFixture(c, account);
+    const t = Date.now();
+    const typeId = await makeList(c, f, 'Bench 1M', 'm-', RECIPIENTS, { prefix: 'sup-', count: SUPPRESSED });
+    await suppress(c, f, 'sup-', SUPPRESSED);
+    await admin.query('VACUUM ANALYZE');
+    log(`${(RECIPIENTS + SUPPRESSED).toLocaleString('en')} contacts (${SUPPRESSED} suppressed) in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+
+    const runs = [];
+    for (let r = 1; r <= RUNS; r += 1) {
+      const quiet = await waitForQuiet(120_000);
+      const result = await runOnce(c, admin, url, sink, port, f, typeId, dataDir, r);
+      const bare = result.bareInsertMs;
+      log(
+        `run ${r}/${RUNS}: fan-out ${result.fanoutFromCreateMs} ms from the create call (${result.fanoutFromStartMs} ms from the start; bare INSERT ${bare} ms), ` +
+          `first message ${result.firstMessageMs} ms, ` +
+          (FANOUT_ONLY ? '' : `completed in ${((result.completedMs ?? 0) / 1000).toFixed(1)} s (${result.rate} msg/s), `) +
+          `peak RSS ${result.herald.peakRssMb} MB (fan-out ${result.herald.fanoutPeakRssMb} MB); background ${quiet}`,
+      );
+      runs.push({ quiet, ...result });
+    }
+    const stat = (xs: number[], lowIsBest = true) => ({ best: lowIsBest ? Math.min(...xs) : Math.max(...xs), median: median(xs), runs: xs });
+    const summary = {
+      fanoutFromCreateMs: stat(runs.map((r) => r.fanoutFromCreateMs)),
+      fanoutFromStartMs: stat(runs.map((r) => r.fanoutFromStartMs)),
+      bareInsertMs: stat(runs.map((r) => r.bareInsertMs)),
+      firstMessageMs: stat(runs.map((r) => r.firstMessageMs ?? NaN)),
+      peakRssMb: FANOUT_ONLY ? null : stat(runs.map((r) => r.herald.peakRssMb)),
+      msgPerS: FANOUT_ONLY ? null : stat(runs.map((r) => r.rate ?? NaN), false),
+    };
+    const checks = FANOUT_ONLY
+      ? { everyRecipientWritten: runs.every((r) => r.statistics.triggered === RECIPIENTS) }
+      : {
+          everyRecipientWritten: runs.every((r) => r.statistics.triggered === RECIPIENTS),
+          sinkReceivedExactly: runs.every((r) => r.sink.received === RECIPIENTS && r.sink.unique === RECIPIENTS && r.sink.duplicates === 0),
+          noSuppressedAddress: runs.every((r) => r.sink.withPrefix === 0),
+          statisticsMatchSink: runs.every((r) => r.statistics.delivered === r.sink.received && r.statistics.bounces === 0),
+        };
+    const met = {
+      fanout: summary.fanoutFromCreateMs.median <= TARGET.fanoutMs,
+      firstMessage: summary.firstMessageMs.median <= TARGET.firstMessageMs,
+      peakRss: summary.peakRssMb === null ? null : Math.max(...summary.peakRssMb.runs) <= TARGET.peakRssMb,
+    };
+    const result = {
+      benchmark: 'fanout',
+      when: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version },
+      postgres: await serverInfo(c),
+      recipients: RECIPIENTS,
+      target: { ...TARGET, met },
+      summary,
+      checks,
+      runs,
+      totalMs: Date.now() - started,
+    };
+    const file = writeResult('fanout', result);
+    const line = (name: string, x: { best: number; median: number; runs: number[] } | null, unit: string) =>
+      x ? `  ${name.padEnd(34)} best ${x.best}${unit}, median ${x.median}${unit}  [${x.runs.join(', ')}]` : `  ${name.padEnd(34)} not measured (--fanout-only)`;
+    const verdict = (v: boolean | null) => (v === null ? 'not measured' : v ? 'PASS' : 'FAIL');
+    process.stdout.write(
+      [
+        '',
+        `Fan-out benchmark — ${RECIPIENTS.toLocaleString('en')} recipients, ${RUNS} runs, Herald as npm start runs it (defaults)`,
+        line('fan-out, from the create call', summary.fanoutFromCreateMs, ' ms'),
+        line('fan-out, from the send’s start', summary.fanoutFromStartMs, ' ms'),
+        line('baseline: one bare INSERT … SELECT', summary.bareInsertMs, ' ms'),
+        line('first message, from the create call', summary.firstMessageMs, ' ms'),
+        line('peak RSS over the whole send', summary.peakRssMb, ' MB'),
+        line('create → completed', summary.msgPerS, ' msg/s'),
+        `  targets: fan-out ≤ ${TARGET.fanoutMs / 1000} s (median) ${verdict(met.fanout)}; first message ≤ ${TARGET.firstMessageMs / 1000} s (median) ${verdict(met.firstMessage)}; ` +
+          `peak RSS ≤ ${TARGET.peakRssMb} MB (every run) ${verdict(met.peakRss)}`,
+        `  checks: ${Object.entries(checks).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+        '',
+      ].join('\n'),
+    );
+    log(`wrote ${path.relative(ROOT, file)}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (Object.values(met).some((v) => v === false) || Object.values(checks).some((v) => !v)) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exitCode = 1;
+});

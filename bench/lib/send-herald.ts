@@ -1,0 +1,96 @@
+import path from 'node:path';
+import type { Client } from 'pg';
+import { freePort } from '../../test/helpers/net';
+import { client, ROOT, type Account } from './herald';
+import { spawnNode, type Child } from './send-procs';
+
+/**
+ * Herald as `npm start` runs it — `node bin/herald.js serve`, API and delivery worker in one
+ * process, every setting at its default — except where it connects: the benchmark's
+ * database (as the ordinary role that owns it), the SMTP sink, a port of its own.
+ */
+export interface Serve extends Child {
+  baseUrl: string;
+}
+
+export async function startServe(opts: {
+  databaseUrl: string;
+  smtpPort: number;
+  dataDir: string;
+  publicUrl: string;
+  cpu?: string;
+  nodeArgs?: string[];
+}): Promise<Serve> {
+  const port = await freePort();
+  const child = spawnNode('herald serve', path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
+    cpu: opts.cpu,
+    nodeArgs: opts.nodeArgs,
+    env: {
+      DATABASE_URL: opts.databaseUrl,
+      SMTP_URL: `smtp://127.0.0.1:${opts.smtpPort}`,
+      PUBLIC_URL: opts.publicUrl,
+      DATA_DIR: opts.dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.child.exitCode !== null) throw new Error(`herald serve exited with ${child.child.exitCode}:\n${child.output()}`);
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await child.stop(1000);
+      throw new Error(`herald serve did not become healthy within 120 s:\n${child.output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Object.assign(child, { baseUrl });
+}
+
+export const SUBJECT = 'The November issue, ((first_name))';
+export const PREHEADER = 'Hi ((first_name)), here is what happened this month';
+
+/** `POST /single/send/create` with schedule_type 0 (send now); returns the utr and when the call was made. */
+export async function createSend(
+  baseUrl: string,
+  account: Account,
+  refs: { senderId: number; groupId: number; typeId: number; name: string },
+): Promise<{ utr: string; calledAt: number }> {
+  const api = client(baseUrl, account);
+  const calledAt = Date.now();
+  const res = (await api.form('/single/send/create', {
+    template_id: 2,
+    sender_id: refs.senderId,
+    unsubscribe_group_id: refs.groupId,
+    single_send_name: refs.name,
+    subject: SUBJECT,
+    preheader: PREHEADER,
+    recipient_id: [`contacts_${refs.typeId}`],
+    schedule_type: 0,
+  })) as { message: { utr: string } };
+  return { utr: res.message.utr, calledAt };
+}
+
+export interface SendRow {
+  id: number;
+  status: number;
+  triggered: number;
+  delivered: number;
+  bounces: number;
+  sent_at: Date | null;
+  fanout_done_at: Date | null;
+  completed_at: Date | null;
+}
+
+export async function sendRow(c: Client, utr: string): Promise<SendRow> {
+  const { rows } = await c.query<SendRow>(
+    `SELECT id, status, triggered, delivered, bounces, sent_at, fanout_done_at, completed_at FROM single_sends WHERE utr = $1`,
+    [utr],
+  );
+  return rows[0];
+}
