@@ -1,111 +1,181 @@
 /**
- * Automation entry at scale: a custom automation going live on 1,000,000 contacts. Times the
- * engine's entry scan (one set-based INSERT … SELECT … ON CONFLICT DO NOTHING), which is what
- * stands between "set live" and every contact having its first email scheduled.
+ * Automation entry at scale (issue 5, as a process since issue 9): a custom automation on a
+ * contact type of 1,000,000 contacts, one email a day after entry, set live through the API
+ * of Herald as `npm start` runs it (one `herald serve` process, API and worker, default
+ * settings). Timed: from the set-live call until the worker's entry scan has committed every
+ * contact's progress row with its first email scheduled — seen as the automation's
+ * entry_scanned_at, written in the scan's transaction (polled every 20 ms; the value itself is
+ * the transaction's start, so the time it is first seen is what counts). The rows are counted
+ * after.
  *
- *   npx tsx bench/automation.ts [--contacts 1000000]
+ * Baseline in the same run: the same 1,000,000 progress rows written by one bare
+ * `INSERT … SELECT` from the contacts (rolled back) — what the table itself costs here.
  *
- * Target (issue 5): all entered in under 10 s.
+ *   npx tsx bench/automation.ts [--contacts 1000000] [--runs 3] [--no-build] [--keep]
+ *
+ * Target: every contact entered in under 10 s (median of the runs). Prints best and median,
+ * writes bench/out/automation.json, exits 1 on FAIL or a failed check.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createAccount } from '../src/accounts/accounts.service';
-import { loadConfig } from '../src/config';
-import { createDb } from '../src/db/knex';
-import { scanEntries } from '../src/delivery/automation-engine';
-import { outboxMailer } from '../src/delivery/mailer';
-import { createLogger } from '../src/logger';
-import { createAutomation, setLive } from '../src/resources/automations/automations.service';
-import { createSchedule } from '../src/resources/automations/schedules.service';
-import { prepareDatabase } from '../src/server';
-import { dropDatabase, recreateDatabase } from './lib/pg';
+import type { Client } from 'pg';
+import { build, client, createAccount, log, ROOT } from './lib/herald';
+import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { waitForQuiet, writeResult } from './lib/sample';
+import { args } from './lib/setup';
+import { makeFixture, makeList, type Fixture } from './lib/send-fixture';
+import { startServe } from './lib/send-herald';
+import { killAll } from './lib/send-procs';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
+const opts = args();
+const num = (name: string, dflt: number) => (opts.has(name) ? Number(opts.get(name)) : dflt);
+const DB = 'herald_bench_automation';
+const CONTACTS = num('contacts', 1_000_000);
+const RUNS = Math.max(1, num('runs', 3));
+const TARGET_MS = 10_000;
 
-async function main(): Promise<void> {
-  const contacts = arg('contacts', 1_000_000);
-  const name = 'herald_bench_automation';
-  const url = await recreateDatabase(name);
-  const db = createDb({ url, poolMax: 4, queryTimeoutMs: 0 });
-  const logger = createLogger('warn');
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-auto-'));
-  const config = loadConfig({ DATABASE_URL: url, DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The table's own cost: the progress rows in one bare INSERT … SELECT, rolled back. */
+async function bareInsert(admin: Client, f: Fixture, typeId: number, automationId: number, scheduleId: number): Promise<number> {
+  await admin.query('BEGIN');
   try {
-    await prepareDatabase(db, logger);
-    const account = await createAccount(db, { name: 'Bench', email: 'bench@example.com' });
-    const ctx = { userId: account.id, db };
-    const [type] = await db('contact_types').insert({ user_id: account.id, name: 'Everyone' }).returning('id');
-    let t = Date.now();
-    await db.raw(
-      `INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name)
-       SELECT ?, ?, 'c' || g || '@example.com', 'First' || g, 'Last' || g FROM generate_series(1, ?) g`,
-      [account.id, type.id, contacts],
+    const t = Date.now();
+    await admin.query(
+      `INSERT INTO automation_contacts (user_id, automation_id, contact_id, email, state, next_schedule_id, next_due_at)
+       SELECT $1, $2, c.id, c.email, 'active', $3, now() + interval '1 day'
+       FROM contacts c WHERE c.user_id = $1 AND c.contact_type_id = $4 AND c.deleted_at IS NULL`,
+      [f.userId, automationId, scheduleId, typeId],
     );
-    await db.raw('ANALYZE contacts');
-    console.log(`loaded ${contacts.toLocaleString()} contacts in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-    const gb = await db('countries').where({ iso_code: 'GB' }).first('id');
-    const [group] = await db('unsubscribe_groups')
-      .insert({ user_id: account.id, rand_id: '1234567890', group_name: 'News', description: 'News', is_display: 1 })
-      .returning('id');
-    const [sender] = await db('senders')
-      .insert({
-        user_id: account.id,
-        from_name: 'Bench',
-        from_email: 'bench@acme.test',
-        reply_to_email: 'bench@acme.test',
-        country_id: gb.id,
-        company_address: '1 High Street',
-        nickname: 'bench',
-        is_verified: 1,
-        utr: 'a1b2c3d4e5f60718',
-      })
-      .returning('id');
-    const utr = await createAutomation(ctx, {
+    return Date.now() - t;
+  } finally {
+    await admin.query('ROLLBACK');
+  }
+}
+
+async function runOnce(c: Client, admin: Client, url: string, f: Fixture, typeId: number, dataDir: string, n: number) {
+  await admin.query('TRUNCATE automation_contacts');
+  await admin.query('VACUUM ANALYZE automation_contacts');
+  const herald = await startServe({ databaseUrl: url, smtpPort: 9, dataDir, publicUrl: 'https://herald.bench.test' });
+  try {
+    const api = client(herald.baseUrl, f.account);
+    const created = (await api.form('/automations/create', {
       type: 'custom',
-      automation_for: `contacts_${type.id}`,
-      automation_name: 'Onboarding',
-      unsubscribe_group_id: group.id,
-    });
-    await createSchedule(ctx, {
+      automation_for: `contacts_${typeId}`,
+      automation_name: `Onboarding #${n}`,
+      unsubscribe_group_id: f.groupId,
+    })) as { message: { utr: string } };
+    const utr = created.message.utr;
+    await api.form('/automations/schedule/create', {
       utr,
-      sender_id: sender.id,
+      sender_id: f.senderId,
       subject: 'Hello ((first_name))',
       waiting_period: 1,
       waiting_type: 'days',
       template_id: 3,
       preview_img: 'template-welcome.png',
     });
-    const deps = { config, db, logger, mailer: outboxMailer(path.join(dataDir, 'outbox')) };
-    await setLive(deps, ctx, utr);
-    t = Date.now();
-    const entered = await scanEntries(deps);
-    const seconds = (Date.now() - t) / 1000;
-    const rows = await db('automation_contacts').where({ state: 'active' }).count<{ n: number }[]>({ n: '*' }).first();
-    const result = {
-      date: new Date().toISOString(),
-      contacts,
-      entered,
-      active_rows: Number(rows?.n),
-      entry_seconds: seconds,
-      target_seconds: 10,
-      machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB`,
-    };
-    console.log(`entered ${entered.toLocaleString()} contacts in ${seconds.toFixed(2)} s (target < 10 s)`);
-    fs.mkdirSync(path.join(__dirname, 'out'), { recursive: true });
-    fs.writeFileSync(path.join(__dirname, 'out', 'automation.json'), JSON.stringify(result, null, 2));
-    if (result.active_rows !== contacts) throw new Error(`expected ${contacts} entered, found ${result.active_rows}`);
+    const { rows } = await c.query<{ id: number; schedule_id: number }>(
+      `SELECT a.id, s.id AS schedule_id FROM automations a JOIN automation_schedules s ON s.automation_id = a.id WHERE a.utr = $1`,
+      [utr],
+    );
+    const { id, schedule_id: scheduleId } = rows[0];
+    const bareMs = await bareInsert(admin, f, typeId, id, scheduleId);
+    const calledAt = Date.now();
+    await api.get(`/automations/set-live?utr=${utr}`);
+    const deadline = Date.now() + 300_000;
+    let scannedAt: Date | null = null;
+    while (!scannedAt) {
+      if (herald.child.exitCode !== null) throw new Error(`herald exited with ${herald.child.exitCode}:\n${herald.output()}`);
+      if (Date.now() > deadline) throw new Error(`entry scan not done within 300 s:\n${herald.output()}`);
+      await sleep(20);
+      scannedAt = (await c.query<{ t: Date | null }>(`SELECT entry_scanned_at AS t FROM automations WHERE id = $1`, [id])).rows[0].t;
+    }
+    const enteredMs = Date.now() - calledAt;
+    const counts = await c.query<{ active: number; due_in_a_day: number }>(
+      `SELECT count(*)::int AS active,
+              count(*) FILTER (WHERE next_schedule_id = $2 AND next_due_at BETWEEN now() + interval '23 hours' AND now() + interval '25 hours')::int AS due_in_a_day
+       FROM automation_contacts WHERE automation_id = $1 AND state = 'active'`,
+      [id, scheduleId],
+    );
+    return { utr, enteredMs, bareInsertMs: bareMs, ...counts.rows[0] };
   } finally {
-    await db.destroy();
-    await dropDatabase(name);
+    await herald.stop(60_000);
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-automation-'));
+  let c: Client | undefined;
+  let admin: Client | undefined;
+  let dbCreated = false;
+  const cleanup = async () => {
+    killAll();
+    await c?.end().catch(() => undefined);
+    await admin?.end().catch(() => undefined);
+    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
     fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
+  process.once('exit', killAll);
+  try {
+    if (!opts.has('no-build')) build();
+    const url = await recreateDatabase(DB);
+    dbCreated = true;
+    const account = await createAccount(url, 'Bench automation');
+    c = await connect(url);
+    admin = await connect(databaseUrl(DB));
+    const f = await makeFixture(c, account);
+    const t = Date.now();
+    const typeId = await makeList(c, f, 'Everyone', 'a-', CONTACTS);
+    await admin.query('VACUUM ANALYZE');
+    log(`${CONTACTS.toLocaleString('en')} contacts in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    const runs = [];
+    for (let r = 1; r <= RUNS; r += 1) {
+      const quiet = await waitForQuiet(120_000);
+      const run = await runOnce(c, admin, url, f, typeId, dataDir, r);
+      log(`run ${r}/${RUNS}: ${run.active.toLocaleString('en')} entered in ${run.enteredMs} ms after set-live (bare INSERT ${run.bareInsertMs} ms); background ${quiet}`);
+      runs.push({ quiet, ...run });
+    }
+    const stat = (xs: number[]) => ({ best: Math.min(...xs), median: median(xs), runs: xs });
+    const summary = { enteredMs: stat(runs.map((r) => r.enteredMs)), bareInsertMs: stat(runs.map((r) => r.bareInsertMs)) };
+    const checks = { everyContactEntered: runs.every((r) => r.active === CONTACTS && r.due_in_a_day === CONTACTS) };
+    const pass = summary.enteredMs.median < TARGET_MS;
+    const file = writeResult('automation', {
+      benchmark: 'automation',
+      when: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 1024 ** 3), node: process.version },
+      postgres: await serverInfo(c),
+      contacts: CONTACTS,
+      target: { enteredMs: TARGET_MS, pass },
+      summary,
+      checks,
+      runs,
+      totalMs: Date.now() - started,
+    });
+    process.stdout.write(
+      [
+        '',
+        `Automation benchmark — a custom automation going live on ${CONTACTS.toLocaleString('en')} contacts, ${RUNS} runs, Herald as npm start runs it`,
+        `  set-live → everyone entered       best ${summary.enteredMs.best} ms, median ${summary.enteredMs.median} ms  [${summary.enteredMs.runs.join(', ')}]`,
+        `  baseline: one bare INSERT … SELECT best ${summary.bareInsertMs.best} ms, median ${summary.bareInsertMs.median} ms  [${summary.bareInsertMs.runs.join(', ')}]`,
+        `  target: < ${TARGET_MS / 1000} s (median) — ${pass ? 'PASS' : 'FAIL'}`,
+        `  checks: ${Object.entries(checks).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+        '',
+      ].join('\n'),
+    );
+    log(`wrote ${path.relative(ROOT, file)}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (!pass || Object.values(checks).some((v) => !v)) process.exitCode = 1;
+  } finally {
+    await cleanup();
   }
 }
 
 main().catch((err) => {
-  console.error(err);
-  process.exit(1);
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exitCode = 1;
 });
