@@ -62,6 +62,10 @@ async function startSink(): Promise<{ sink: Child; port: number }> {
   return { sink, port };
 }
 
+/** --cpu-prof: a CPU profile of each sender (bench/out/prof/<name>-….cpuprofile). */
+const profileArgs = (name: string) =>
+  opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof'), '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : [];
+
 const sinkStats = (sink: Child, prefix?: string) => ask<SinkStats>(sink, { type: 'stats', prefix });
 const sinkReset = (sink: Child, keep = 0) => ask(sink, { type: 'reset', keep });
 
@@ -87,7 +91,13 @@ async function runBaseline(mode: BaselineMode, sink: Child, port: number, html: 
   fs.writeFileSync(file, JSON.stringify(params));
   await sinkReset(sink);
   try {
-    const child = spawnNode(`baseline ${mode}`, path.join(BENCH_LIB, 'send-baseline.ts'), [], { ts: true, ipc: true, cpu: SENDER_CPU, env: { BENCH_BASELINE: file } });
+    const child = spawnNode(`baseline ${mode}`, path.join(BENCH_LIB, 'send-baseline.ts'), [], {
+      ts: true,
+      ipc: true,
+      cpu: SENDER_CPU,
+      env: { BENCH_BASELINE: file },
+      nodeArgs: profileArgs(`baseline-${mode}`),
+    });
     const busy0 = machineBusyMs();
     const t0 = Date.now();
     const result = await nextMessage<BaselineResult>(child, 'result', 900_000);
@@ -119,8 +129,7 @@ async function runHerald(c: Client, admin: Client, url: string, sink: Child, por
   // Every round starts from the same state: no recipient rows of earlier rounds.
   await admin.query('TRUNCATE deliveries');
   await admin.query('VACUUM ANALYZE deliveries');
-  const nodeArgs = opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof')] : [];
-  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs });
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: profileArgs('herald') });
   try {
     await sinkReset(sink, 20);
     resetPeakRss(herald.pid);

@@ -92,6 +92,12 @@ export class DesignCache {
     private readonly ttlMs = 60_000,
   ) {}
 
+  /** The cached design, if fresh: what every message but a design's first needs, without a promise. */
+  peek(row: ClaimedRow): LoadedDesign | undefined {
+    const hit = this.entries.get(designKey(row));
+    return hit && Date.now() - hit.at < this.ttlMs ? hit.design : undefined;
+  }
+
   async get(row: ClaimedRow): Promise<LoadedDesign | undefined> {
     const key = designKey(row);
     const hit = this.entries.get(key);

@@ -9,6 +9,8 @@ export interface OutgoingMail {
   from: string;
   to: string;
   raw: string;
+  /** The Message-ID the raw message carries (nodemailer would otherwise draw one to report back). */
+  messageId?: string;
 }
 
 /**
@@ -73,7 +75,7 @@ export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
     target: `${url.protocol}//${url.host}`,
     async send(mail) {
       try {
-        await transport.sendMail({ envelope: { from: mail.from, to: [mail.to] }, raw: mail.raw });
+        await transport.sendMail({ envelope: { from: mail.from, to: [mail.to] }, raw: mail.raw, messageId: mail.messageId });
       } catch (err) {
         throw classifySmtpError(err);
       }

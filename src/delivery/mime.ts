@@ -93,35 +93,69 @@ export function newMessageId(domain: string): string {
   return `<${crypto.randomUUID()}@${domain}>`;
 }
 
+/** What stays the same for every recipient of a design: written once into the header block. */
+export interface FixedParts {
+  from: Address;
+  replyTo?: string | null;
+  /** Headers after the per-message ones (List-Unsubscribe-Post, Auto-Submitted, …). */
+  headers?: Record<string, string>;
+  /** See MessageParts.boundary. */
+  boundary?: string;
+}
+
+/** What each recipient's message has of its own. */
+export interface VariableParts {
+  to: Address;
+  subject: string;
+  text: string;
+  html: string;
+  messageId: string;
+  /** Headers right after MIME-Version (List-Unsubscribe, …). */
+  headers?: Record<string, string>;
+  date?: Date;
+}
+
+const headerLines = (headers: Record<string, string> | undefined) => {
+  let out = '';
+  for (const [k, v] of Object.entries(headers ?? {})) out += `${headerSafe(k)}: ${headerSafe(v)}\r\n`;
+  return out;
+};
+
+let dateSecond = -1;
+let dateText = '';
+
+/** RFC 5322 date; the text changes once a second, so it is made once a second. */
+function rfc5322Date(date?: Date): string {
+  if (date) return date.toUTCString().replace('GMT', '+0000');
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(second * 1000).toUTCString().replace('GMT', '+0000');
+  }
+  return dateText;
+}
+
+/**
+ * A writer for many messages that share sender, boundary and fixed headers: those are
+ * formatted once, so a recipient's message costs its own headers, two base64 passes and one
+ * concatenation. Headers in this order: From, To, Reply-To, Subject, Date, Message-ID,
+ * MIME-Version, the per-message headers, the fixed ones, Content-Type.
+ */
+export function messageWriter(fixed: FixedParts): (v: VariableParts) => string {
+  const boundary = fixed.boundary ?? newBoundary();
+  const from = `From: ${formatAddress(fixed.from)}\r\n`;
+  const replyTo = fixed.replyTo ? `Reply-To: ${headerSafe(fixed.replyTo)}\r\n` : '';
+  const fixedTail = `${headerLines(fixed.headers)}Content-Type: multipart/alternative; boundary="${boundary}"\r\n\r\n`;
+  const part = (type: string) => `--${boundary}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n`;
+  const textOpen = part('text/plain');
+  const htmlOpen = `\r\n${part('text/html')}`;
+  const close = `\r\n--${boundary}--\r\n`;
+  return (v) =>
+    `${from}To: ${formatAddress(v.to)}\r\n${replyTo}Subject: ${encodeWord(v.subject)}\r\nDate: ${rfc5322Date(v.date)}\r\n` +
+    `Message-ID: ${headerSafe(v.messageId)}\r\nMIME-Version: 1.0\r\n${headerLines(v.headers)}${fixedTail}` +
+    `${textOpen}${base64Lines(v.text)}${htmlOpen}${base64Lines(v.html)}${close}`;
+}
+
 export function buildMessage(m: MessageParts): string {
-  const boundary = m.boundary ?? newBoundary();
-  const headers: Array<[string, string]> = [
-    ['From', formatAddress(m.from)],
-    ['To', formatAddress(m.to)],
-  ];
-  if (m.replyTo) headers.push(['Reply-To', headerSafe(m.replyTo)]);
-  headers.push(
-    ['Subject', encodeWord(m.subject)],
-    ['Date', (m.date ?? new Date()).toUTCString().replace('GMT', '+0000')],
-    ['Message-ID', headerSafe(m.messageId)],
-    ['MIME-Version', '1.0'],
-  );
-  for (const [k, v] of Object.entries(m.headers ?? {})) headers.push([headerSafe(k), headerSafe(v)]);
-  headers.push(['Content-Type', `multipart/alternative; boundary="${boundary}"`]);
-  return [
-    headers.map(([k, v]) => `${k}: ${v}`).join('\r\n'),
-    '',
-    `--${boundary}`,
-    'Content-Type: text/plain; charset=utf-8',
-    'Content-Transfer-Encoding: base64',
-    '',
-    base64Lines(m.text),
-    `--${boundary}`,
-    'Content-Type: text/html; charset=utf-8',
-    'Content-Transfer-Encoding: base64',
-    '',
-    base64Lines(m.html),
-    `--${boundary}--`,
-    '',
-  ].join('\r\n');
+  return messageWriter({ from: m.from, replyTo: m.replyTo, boundary: m.boundary })(m);
 }

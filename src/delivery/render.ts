@@ -1,5 +1,5 @@
 import { escapeHtml } from './system-mail';
-import { buildMessage, headerSafe, newBoundary } from './mime';
+import { headerSafe, messageWriter } from './mime';
 import { htmlToText } from './text';
 
 /**
@@ -120,7 +120,11 @@ export function compileDesign(src: DesignSource): CompiledDesign {
   const subject = split(src.subject);
   const preheader = split(src.preheader);
   const base = src.publicUrl;
-  const boundary = newBoundary();
+  const write = messageWriter({
+    from: { name: src.fromName, email: src.fromEmail },
+    replyTo: src.replyTo,
+    headers: { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  });
 
   return {
     render(r, messageId) {
@@ -157,19 +161,13 @@ export function compileDesign(src: DesignSource): CompiledDesign {
       const renderedSubject = headerSafe(fill(subject, values, false));
       const renderedHtml = fill(htmlPieces, values, true);
       const renderedText = fill(text, values, false);
-      const raw = buildMessage({
-        from: { name: src.fromName, email: src.fromEmail },
+      const raw = write({
         to: { email: r.email },
-        replyTo: src.replyTo,
         subject: renderedSubject,
         html: renderedHtml,
         text: renderedText,
         messageId,
-        boundary,
-        headers: {
-          'List-Unsubscribe': `<${unsubscribeUrl}>`,
-          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-        },
+        headers: { 'List-Unsubscribe': `<${unsubscribeUrl}>` },
       });
       return { subject: renderedSubject, html: renderedHtml, text: renderedText, raw, messageId };
     },

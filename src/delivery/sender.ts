@@ -170,14 +170,14 @@ export class Sender {
   private async sendOne(row: ClaimedRow, key: Buffer): Promise<Outcome> {
     const { config, designs, mailer, throttle } = this.deps;
     try {
-      const design = await designs.get(row);
+      const design = designs.peek(row) ?? (await designs.get(row));
       if (!design) return { status: 'failed', error: 'The message’s send or design no longer exists.' };
       // The same token (so the same Message-ID) on every attempt: it is derived from the row.
       const token = row.token ?? recipientToken(key, { deliveryId: row.id, userId: row.user_id });
       const messageId = `<${token}@${design.domain}>`;
       const message = design.compiled.render(recipientData(row, token), messageId);
-      await throttle.take();
-      await mailer.send({ from: design.fromEmail, to: row.email, raw: message.raw });
+      if (config.sendRate > 0) await throttle.take();
+      await mailer.send({ from: design.fromEmail, to: row.email, raw: message.raw, messageId });
       return { status: 'sent', messageId };
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.

@@ -90,12 +90,13 @@ describe('buildMessage', () => {
         const text = `t:${content}`;
         const html = `<p>${content}</p>`;
         const mail = await simpleParser(buildMessage(parts({ subject, text, html })));
-        // Header values lose line breaks (and the spaces around the value); bodies are exact.
-        expect(mail.subject ?? '').toBe(headerSafe(subject).replace(/\s+/g, ' ').trim());
+        // Header values lose their line breaks (folding may turn runs of blanks into one); bodies are exact.
+        const blanks = (v: string) => v.replace(/[ \t]+/g, ' ').trim();
+        expect(blanks(mail.subject ?? '')).toBe(blanks(headerSafe(subject)));
         expect(mail.text).toBe(text);
         expect(mail.html).toBe(html);
       }),
-      { numRuns: 150 },
+      { numRuns: 300 },
     );
   });
 });
