@@ -14,6 +14,7 @@
  * written to bench/out/send.json; the exit code is 1 on FAIL or on a failed check.
  *
  *   npx tsx bench/send.ts [--recipients 100000] [--runs 3] [--no-build] [--keep] [--no-pin] [--cpu-prof]
+ *                         [--herald-node-args "--trace-gc"] [--herald-log file]   (diagnostics)
  *
  * Processes: the sink, each baseline and Herald run in child processes of their own. On this
  * 2-core machine the sender under test (a baseline, or Herald) is pinned to CPU 0 and the sink
@@ -62,9 +63,8 @@ async function startSink(): Promise<{ sink: Child; port: number }> {
   return { sink, port };
 }
 
-/** --cpu-prof: a CPU profile of each sender (bench/out/prof/<name>-….cpuprofile). */
-const profileArgs = (name: string) =>
-  opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof'), '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : [];
+/** --cpu-prof: CPU profiles of each sender, in bench/out/prof/<name>/ (one file per thread). */
+const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', name)] : []);
 
 const sinkStats = (sink: Child, prefix?: string) => ask<SinkStats>(sink, { type: 'stats', prefix });
 const sinkReset = (sink: Child, keep = 0) => ask(sink, { type: 'reset', keep });
@@ -129,7 +129,14 @@ async function runHerald(c: Client, admin: Client, url: string, sink: Child, por
   // Every round starts from the same state: no recipient rows of earlier rounds.
   await admin.query('TRUNCATE deliveries');
   await admin.query('VACUUM ANALYZE deliveries');
-  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: profileArgs('herald') });
+  const extra = typeof opts.get('herald-node-args') === 'string' ? String(opts.get('herald-node-args')).split(/\s+/).filter(Boolean) : [];
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: [...profileArgs('herald'), ...extra] });
+  const logFile = opts.get('herald-log');
+  if (typeof logFile === 'string') {
+    const out = fs.createWriteStream(logFile, { flags: 'a' });
+    herald.child.stdout!.pipe(out);
+    herald.child.stderr!.pipe(out);
+  }
   try {
     await sinkReset(sink, 20);
     resetPeakRss(herald.pid);

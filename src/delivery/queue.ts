@@ -53,8 +53,15 @@ export type ClaimRef = Pick<ClaimedRow, 'id' | 'user_id' | 'attempts'>;
  * Bitmap scans are switched off for this statement: right after a large fan-out the table's
  * statistics still say "few queued rows" (autovacuum has not analyzed it yet), and the planner
  * then prefers a bitmap scan of *every* queued row plus a sort — measured at 50–120 ms per
- * claim with 100,000 queued rows (the sort spilling to disk), growing with the audience. The
- * SET LOCAL and the claim go as one simple-protocol query (one round trip, one implicit
+ * claim with 100,000 queued rows (the sort spilling to disk), growing with the audience.
+ *
+ * The claim's commit does not wait for its WAL to reach the disk (synchronous_commit off for
+ * this transaction only): a claim lost in a database crash leaves its rows queued, to be
+ * sent again — and those are rows claimed and not recorded, the in-flight set a worker crash
+ * may send twice anyway. Outcomes do wait: a lost outcome would send a recorded message
+ * again. Sending no longer waits for a disk flush before each half-batch.
+ *
+ * The settings and the claim go as one simple-protocol query (one round trip, one implicit
  * transaction), which is why the two numbers are written into the text: both are integers
  * from the configuration, checked here.
  */
@@ -63,6 +70,7 @@ export const CLAIM_SQL = (limit: number, leaseMs: number) => {
     throw new Error(`claim: bad limit ${limit} or lease ${leaseMs}`);
   }
   return `SET LOCAL enable_bitmapscan = off;
+    SET LOCAL synchronous_commit = off;
     WITH picked AS (
       SELECT id, user_id FROM deliveries
       WHERE status IN ('queued', 'sending') AND next_attempt_at <= now()

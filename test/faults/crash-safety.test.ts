@@ -4,12 +4,12 @@
  * worker finishes the job. Every recipient gets the message, and the only ones who can get it
  * twice are those the dead worker had in flight.
  *
- * The exact bound. A worker claims SEND_BATCH_SIZE rows at a time (status 'sending', with a
- * lease `locked_until`), sends them SEND_CONCURRENCY at a time, and records the outcomes of the
- * whole batch in one transaction. Killed between the SMTP server's 250 and that commit, the
- * rows it already sent are still 'sending'; when their lease runs out (SEND_LEASE_MS) any
- * worker's releaseExpiredLeases queues them again and they go out a second time. Rows already
- * recorded are never sent again, rows not yet claimed were never sent. So:
+ * The exact bound. A worker holds at most SEND_BATCH_SIZE claimed rows at a time (status
+ * 'sending', with a lease `locked_until`), sends them SEND_CONCURRENCY at a time, and records
+ * the outcomes of each half-batch in one statement. Killed between the SMTP server's 250 and
+ * that commit, the rows it already sent are still 'sending'; when their lease runs out
+ * (SEND_LEASE_MS) any worker's claim takes them over and they go out a second time. Rows
+ * already recorded are never sent again, rows not yet claimed were never sent. So:
  *   duplicates ⊆ { rows in 'sending' once the dead worker's session is gone }
  *   |that set| ≤ SEND_BATCH_SIZE (one batch in flight per worker process)
  * The batch, not SEND_CONCURRENCY, is the bound: a whole batch may have been accepted by the
@@ -106,7 +106,7 @@ describe('a worker SIGKILLed in the middle of a 10,000-recipient single send', (
     await sink.setDelay(0);
 
     // Restarted at once, as a supervisor would: the dead worker's rows come back when their
-    // lease has run out, at the new worker's next lease check.
+    // lease has run out, in the new worker's claims.
     const second = startWorker('worker-2', env);
     await second.ready;
     const restartedAfterMs = Date.now() - started;
