@@ -1,259 +1,407 @@
 /**
- * CSV import benchmark: a 1,000,000-row contacts CSV uploaded through POST /contacts/upload-csv
- * of a real `herald serve`, against a raw `COPY` of the same file into an equally indexed
- * contacts table. Prints a summary and writes bench/out/import.json.
+ * CSV import benchmark: generated contact CSVs uploaded through POST /contacts/upload-csv of a
+ * real `herald serve` (default settings, connected as the ordinary role that owns its
+ * database), each against a raw `COPY` of the same file into an equally indexed table, timed
+ * in the same run, alternating. Scenarios:
  *
- *   npx tsx bench/import.ts [--rows 1000000] [--repeat 3] [--no-build] [--no-wait] [--keep] [--cpu-prof]
+ *   empty     1,000,000 new contacts into an empty list                   target ≥ 75 % of raw COPY
+ *   existing  1,000,000 rows into a list of 1,000,000: half of them name
+ *             a contact of the list with other names, half are new        target ≥ 50 %
+ *   repeated  1,000,000 rows into an empty list, 15 % of them naming an
+ *             address of an earlier row again (the last row wins)          target ≥ 60 %
+ *   big       (--big) a ~200 MB file into an empty list, once             it imports; peak RSS
  *
- * Each timed run waits (up to 3 min) for the machine's CPUs to be idle first (--no-wait: don't).
+ * Every Herald run must also keep Herald's peak RSS ≤ 200 MB, show its progress while it runs
+ * (GET /contacts/imports: `running` with growing rows_read) and end with the expected counts.
+ * Prints best and median per scenario and PASS/FAIL per target, writes bench/out/import.json,
+ * exits 1 if a target is missed.
  *
- * See bench/README.md for what is measured and the figures.
+ *   npm run bench:import -- [--rows 1000000] [--repeat 3] [--scenarios empty,existing,repeated]
+ *                           [--big] [--big-mb 200] [--repeat-share 0.15] [--db herald_bench_import]
+ *                           [--no-build] [--no-wait] [--keep] [--cpu-prof]
+ *
+ * Ratios are raw COPY time / Herald time of the runs measured back to back; PASS is judged on
+ * the median of those ratios. Each timed run first waits (up to 3 min) for the machine's CPUs
+ * to be idle (--no-wait: don't). Run it under `flock /tmp/herald-bench.lock` on a shared
+ * machine. See bench/README.md for what is measured and the figures.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { from as copyFrom } from 'pg-copy-streams';
-import { CSV_COLUMNS, generateCsv } from './lib/csv-gen';
 import type { Client } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { CSV_COLUMNS, generateCsv, type CsvShape, type GeneratedCsv } from './lib/csv-gen';
 import { build, client, createAccount, log, startHerald, type Herald } from './lib/herald';
-import { connect, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { resetPeakRss, sampleRss, samplePhases, seconds, waitForQuiet, writeResult } from './lib/sample';
 import { addContactType, addCustomFields, args } from './lib/setup';
 
-const TARGET_RATIO = 0.75;
 const TARGET_RSS_MB = 200;
 const DEFAULT_IMPORT_MAX_BYTES = 200 * 1024 * 1024;
 
 const opts = args();
 const ROWS = Number(opts.get('rows') ?? 1_000_000);
-const DB = String(opts.get('db') ?? 'herald_bench');
 const REPEAT = Math.max(1, Number(opts.get('repeat') ?? 3));
+const DB = String(opts.get('db') ?? 'herald_bench_import');
+const REPEAT_SHARE = Number(opts.get('repeat-share') ?? 0.15);
+const BIG_MB = opts.has('big-mb') ? Number(opts.get('big-mb')) : opts.has('big') ? 200 : 0;
+const SCENARIOS = String(opts.get('scenarios') ?? 'empty,existing,repeated').split(',');
 
-/**
- * The baseline: the contacts table's own definition and indexes (LIKE … INCLUDING ALL, so
- * any index a migration adds is paid here too), plus raw text columns for what the CSV holds
- * that contacts keep elsewhere (the country as written, the custom values). COPY fills it
- * straight from the file: no validation, no lookups, no upsert — the floor for any import.
- */
-async function rawCopy(url: string, csv: string, userId: number, typeId: number, withForeignKeys = false) {
-  const c = await connect(url);
-  try {
-    await c.query('DROP TABLE IF EXISTS bench_contacts');
-    await c.query('CREATE TABLE bench_contacts (LIKE contacts INCLUDING ALL)');
-    await c.query('CREATE SEQUENCE bench_contacts_id_seq OWNED BY bench_contacts.id');
-    await c.query(`ALTER TABLE bench_contacts
-      ALTER COLUMN id SET DEFAULT nextval('bench_contacts_id_seq'),
-      ALTER COLUMN user_id SET DEFAULT ${Number(userId)},
-      ALTER COLUMN contact_type_id SET DEFAULT ${Number(typeId)},
-      ADD COLUMN country text, ADD COLUMN plan text, ADD COLUMN score text`);
-    if (withForeignKeys) {
-      // contacts' own references (the CSV's country is text here, so only these two apply).
-      await c.query(`ALTER TABLE bench_contacts
-        ADD FOREIGN KEY (user_id) REFERENCES accounts (id) ON DELETE CASCADE,
-        ADD FOREIGN KEY (contact_type_id) REFERENCES contact_types (id)`);
-    }
-    const indexes = (await c.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE tablename = 'bench_contacts' ORDER BY indexname`)).rows.map(
-      (r) => r.indexdef,
-    );
-    await c.query('CHECKPOINT');
-    const notNull = ['first_name', 'last_name', 'state', 'city', 'address_line1', 'address_line2', 'state_province_region', 'postal_code'];
-    const started = Date.now();
-    await pipeline(
-      fs.createReadStream(csv, { highWaterMark: 256 * 1024 }),
-      c.query(copyFrom(`COPY bench_contacts (${CSV_COLUMNS.join(', ')}) FROM STDIN WITH (FORMAT csv, HEADER true, FORCE_NOT_NULL (${notNull.join(', ')}))`)),
-    );
-    const ms = Date.now() - started;
-    const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM bench_contacts');
-    await c.query('DROP TABLE bench_contacts');
-    await c.query('CHECKPOINT');
-    return { ms, rows: rows[0].n, indexes };
-  } finally {
-    await c.end();
-  }
+type Key = 'empty' | 'existing' | 'repeated' | 'big';
+
+interface Scenario {
+  key: Key;
+  label: string;
+  /** Herald ≥ target × raw COPY's speed (median of the runs' ratios); undefined: not judged on speed. */
+  target?: number;
+  csv: string;
+  gen: GeneratedCsv;
+  /** The list holds the seed (1,000,000 contacts) before each run, and so does the baseline table. */
+  existing: boolean;
+  runs: number;
+  expect: { inserted: number; updated: number; skipped: number; contacts: number };
+}
+
+interface RawRun {
+  ms: number;
+  rows: number;
 }
 
 interface HeraldRun {
   ms: number;
+  /** CPU seconds of the Herald process and of its PostgreSQL backends during the run (who was busy). */
+  cpuSec: { herald: number; postgres: number };
   phasesMs: Record<string, number | undefined>;
   rss: { peakSampledMb: number; vmHwmMb: number; samples: number };
-  contacts: { contacts: number; with_country: number; with_custom: number };
-  importRecord: { status: string; rows_read: number; inserted: number; updated: number; skipped: number; duration_ms: number; reasons: unknown[] };
-}
-
-/** One upload of the CSV into an empty contacts table, timed from request start to answer. */
-async function heraldImport(herald: Herald, api: ReturnType<typeof client>, admin: Client, csv: string, typeId: number, planFieldId: number, fresh = true): Promise<HeraldRun> {
-  // Every repetition starts from the same state: no contacts, nothing dirty in shared buffers.
-  if (fresh) await admin.query('TRUNCATE contacts CASCADE');
-  await admin.query('CHECKPOINT');
-  const hwmReset = resetPeakRss(herald.pid);
-  const form = new FormData();
-  form.append('contact_type_id', String(typeId));
-  form.append('file', await fs.openAsBlob(csv, { type: 'text/csv' }), 'contacts.csv');
-  const t0 = Date.now();
-  const rss = sampleRss(herald.pid, 100);
-  const phases = samplePhases(admin, DB, t0, (q) =>
-    /^\s*COPY contacts /i.test(q) ? 'copyIntoContacts' : /^\s*COPY contact_import_/i.test(q) ? 'copyIntoStaging' : /WITH last_rows/.test(q) ? 'upsert' : /row_number\(\) OVER/.test(q) ? 'duplicates' : undefined,
-  );
-  await api.multipart('/contacts/upload-csv', form);
-  const ms = Date.now() - t0;
-  const mem = rss.stop();
-  const p = phases.stop();
-  if (!hwmReset) mem.vmHwmMb = 0;
-  const span = (name: string) => (p[name] ? p[name].lastMs - p[name].firstMs + 100 : undefined);
-  const contacts = (
-    await admin.query<{ contacts: number; with_country: number; with_custom: number }>(
-      `SELECT count(*)::int AS contacts,
-              count(country_id)::int AS with_country,
-              count(*) FILTER (WHERE custom_fields ? $2)::int AS with_custom
-       FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL`,
-      [typeId, String(planFieldId)],
-    )
-  ).rows[0];
-  const imports = (await api.get('/contacts/imports')) as { message: { imports: HeraldRun['importRecord'][] } };
-  return {
-    ms,
-    // Sampled every 100 ms from pg_stat_activity: upload to DATA_DIR/uploads, sniffing and
-    // lookups run until the COPY is first seen.
-    phasesMs: {
-      uploadAndSetup: (p.copyIntoContacts ?? p.copyIntoStaging)?.firstMs,
-      copyIntoContacts: span('copyIntoContacts'),
-      copyIntoStaging: span('copyIntoStaging'),
-      upsert: span('upsert'),
-      duplicates: span('duplicates'),
-    },
-    rss: mem,
-    contacts,
-    importRecord: imports.message.imports[0],
-  };
+  record: { status: string; rows_read: number; inserted: number; updated: number; skipped: number; duration_ms: number };
+  contacts: number;
+  /** GET /contacts/imports while it ran: status and rows_read of each answer. */
+  progress: Array<{ ms: number; status: string; rowsRead: number; bytesRead: number }>;
+  checks: Record<string, boolean>;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+
+/**
+ * The baseline: COPY … (FORMAT csv) of the file into `bench_contacts (LIKE contacts INCLUDING
+ * ALL)`: contacts' columns and indexes, no triggers, no validation or lookups; raw text
+ * columns hold what the CSV has that contacts keep elsewhere (country as written, the custom
+ * values). Where the file names addresses the table already holds (existing) or names one
+ * twice (repeated), the email index is not unique (same columns), else COPY would fail.
+ */
+async function rawCopy(app: Client, admin: Client, s: Scenario, userId: number, typeId: number): Promise<RawRun> {
+  await app.query('DROP TABLE IF EXISTS bench_contacts');
+  await app.query('CREATE TABLE bench_contacts (LIKE contacts INCLUDING ALL)');
+  if (s.existing || s.key === 'repeated') {
+    const { rows } = await app.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'bench_contacts' AND indexdef LIKE '%UNIQUE%lower(%'`);
+    await app.query(`DROP INDEX ${rows[0].indexname}`);
+    await app.query('CREATE INDEX bench_contacts_email ON bench_contacts (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL');
+  }
+  await app.query('CREATE SEQUENCE bench_contacts_id_seq OWNED BY bench_contacts.id');
+  await app.query(`ALTER TABLE bench_contacts
+    ALTER COLUMN id SET DEFAULT nextval('bench_contacts_id_seq'),
+    ALTER COLUMN user_id SET DEFAULT ${Number(userId)},
+    ALTER COLUMN contact_type_id SET DEFAULT ${Number(typeId)},
+    ADD COLUMN country text, ADD COLUMN plan text, ADD COLUMN score text`);
+  if (s.existing) {
+    await app.query('INSERT INTO bench_contacts SELECT * FROM bench_seed ORDER BY id');
+    await app.query(`SELECT setval('bench_contacts_id_seq', (SELECT max(id) FROM bench_contacts))`);
+    await app.query('VACUUM ANALYZE bench_contacts');
+  }
+  await admin.query('CHECKPOINT');
+  const notNull = ['first_name', 'last_name', 'state', 'city', 'address_line1', 'address_line2', 'state_province_region', 'postal_code'];
+  const started = Date.now();
+  await pipeline(
+    fs.createReadStream(s.csv, { highWaterMark: 256 * 1024 }),
+    app.query(copyFrom(`COPY bench_contacts (${CSV_COLUMNS.join(', ')}) FROM STDIN WITH (FORMAT csv, HEADER true, FORCE_NOT_NULL (${notNull.join(', ')}))`)),
+  );
+  const ms = Date.now() - started;
+  const { rows } = await app.query<{ n: number }>('SELECT count(*)::int AS n FROM bench_contacts');
+  await app.query('DROP TABLE bench_contacts');
+  return { ms, rows: rows[0].n - (s.existing ? s.expect.contacts - s.expect.inserted : 0) };
+}
+
+/** The list as the scenario wants it before a run: empty, or holding the seed; nothing dirty in shared buffers. */
+async function resetList(app: Client, admin: Client, s: Scenario): Promise<void> {
+  await app.query('TRUNCATE contacts CASCADE');
+  if (s.existing) {
+    await app.query('INSERT INTO contacts SELECT * FROM bench_seed ORDER BY id');
+    await app.query('VACUUM ANALYZE contacts');
+  }
+  await admin.query('CHECKPOINT');
+}
+
+const PHASES: Array<[RegExp, string]> = [
+  [/^\s*COPY \(SELECT id, email/i, 'loadAddresses'],
+  [/^\s*COPY contacts /i, 'copyIntoContacts'],
+  [/^\s*COPY contact_import_/i, 'copyIntoStaging'],
+  [/WITH last_rows/, 'merge'],
+];
+
+const TICKS = 100; // USER_HZ on Linux
+/** utime + stime of a process, in seconds (0 when it is gone). */
+function cpuOf(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds so far of Herald's backends on the benchmark database (the pool keeps them for the run). */
+async function backendsCpu(admin: Client): Promise<number> {
+  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald'`, [DB]);
+  return rows.reduce((sum, r) => sum + cpuOf(r.pid), 0);
+}
+
+/** One upload, timed from the request's start to the answer, with memory, phases and progress sampled meanwhile. */
+async function heraldImport(herald: Herald, api: ReturnType<typeof client>, app: Client, admin: Client, s: Scenario, typeId: number): Promise<HeraldRun> {
+  const hwmReset = resetPeakRss(herald.pid);
+  const cpu0 = { herald: cpuOf(herald.pid), postgres: await backendsCpu(admin) };
+  const form = new FormData();
+  form.append('contact_type_id', String(typeId));
+  form.append('file', await fs.openAsBlob(s.csv, { type: 'text/csv' }), path.basename(s.csv));
+  const t0 = Date.now();
+  const rss = sampleRss(herald.pid, 100);
+  const phases = samplePhases(app, DB, t0, (q) => PHASES.find(([re]) => re.test(q))?.[1]);
+  const progress: HeraldRun['progress'] = [];
+  let answered = false;
+  const polling = (async () => {
+    while (!answered) {
+      await new Promise((r) => setTimeout(r, 250));
+      const res = (await api.get('/contacts/imports?page=1&per_page=1').catch(() => undefined)) as
+        | { message: { imports: Array<{ status: string; rows_read: number; bytes_read: number }> } }
+        | undefined;
+      const rec = res?.message.imports[0];
+      if (rec && !answered) progress.push({ ms: Date.now() - t0, status: rec.status, rowsRead: rec.rows_read, bytesRead: rec.bytes_read });
+    }
+  })();
+  await api.multipart('/contacts/upload-csv', form);
+  const ms = Date.now() - t0;
+  answered = true;
+  const cpuSec = { herald: cpuOf(herald.pid) - cpu0.herald, postgres: (await backendsCpu(admin)) - cpu0.postgres };
+  await polling;
+  const mem = rss.stop();
+  if (!hwmReset) mem.vmHwmMb = 0;
+  const p = phases.stop();
+  const span = (name: string) => (p[name] ? p[name].lastMs - p[name].firstMs + 100 : undefined);
+  const record = ((await api.get('/contacts/imports?page=1&per_page=1')) as { message: { imports: HeraldRun['record'][] } }).message.imports[0];
+  const contacts = (await app.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL', [typeId])).rows[0].n;
+  const running = progress.filter((x) => x.status === 'running' && x.rowsRead > 0);
+  const checks: Record<string, boolean> = {
+    counts: record.status === 'completed' && record.inserted === s.expect.inserted && record.updated === s.expect.updated && record.skipped === s.expect.skipped && record.rows_read === s.gen.rows,
+    contacts: contacts === s.expect.contacts,
+    progress: running.length >= 2 && running[running.length - 1].rowsRead > running[0].rowsRead,
+  };
+  if (s.existing) {
+    const { rows } = await app.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM contacts c JOIN bench_seed s ON s.id = c.id WHERE (c.first_name, c.last_name) IS DISTINCT FROM (s.first_name, s.last_name)',
+    );
+    checks.renamed = rows[0].n === s.gen.renamed;
+  }
+  return {
+    ms,
+    cpuSec,
+    phasesMs: { uploadAndSetup: (p.loadAddresses ?? p.copyIntoContacts ?? p.copyIntoStaging)?.firstMs, ...Object.fromEntries(PHASES.map(([, n]) => [n, span(n)])) },
+    rss: mem,
+    record,
+    contacts,
+    progress,
+    checks,
+  };
+}
+
+async function makeScenarios(dir: string): Promise<Scenario[]> {
+  const out: Scenario[] = [];
+  const gen = async (key: Key, rows: number, shape: CsvShape) => {
+    const file = path.join(dir, `${key}.csv`);
+    log(`generating ${key}: ${rows.toLocaleString('en')} rows → ${file}`);
+    const g = await generateCsv(file, rows, shape);
+    log(`  ${(g.bytes / 1e6).toFixed(1)} MB in ${seconds(g.ms)} s`);
+    return { file, g };
+  };
+  const half = Math.floor(ROWS / 2);
+  if (SCENARIOS.includes('empty') || SCENARIOS.includes('existing')) {
+    const { file, g } = await gen('empty', ROWS, {});
+    if (SCENARIOS.includes('empty')) {
+      out.push({ key: 'empty', label: 'into an empty list', target: 0.75, csv: file, gen: g, existing: false, runs: REPEAT, expect: { inserted: ROWS, updated: 0, skipped: 0, contacts: ROWS } });
+    }
+  }
+  if (SCENARIOS.includes('existing')) {
+    const { file, g } = await gen('existing', ROWS, { from: half + 1, renameUpTo: ROWS });
+    out.push({
+      key: 'existing',
+      label: `into a list of ${ROWS.toLocaleString('en')}, half the rows matching (other names)`,
+      target: 0.5,
+      csv: file,
+      gen: g,
+      existing: true,
+      runs: REPEAT,
+      expect: { inserted: ROWS - half, updated: half, skipped: 0, contacts: ROWS + (ROWS - half) },
+    });
+  }
+  if (SCENARIOS.includes('repeated')) {
+    const { file, g } = await gen('repeated', ROWS, { repeat: REPEAT_SHARE });
+    const distinct = ROWS - g.repeated;
+    out.push({ key: 'repeated', label: `into an empty list, ${pct(g.repeated / ROWS)} of the rows repeating an address`, target: 0.6, csv: file, gen: g, existing: false, runs: REPEAT, expect: { inserted: distinct, updated: 0, skipped: g.repeated, contacts: distinct } });
+  }
+  if (BIG_MB > 0) {
+    const perRow = 118.8;
+    const rows = Math.floor((BIG_MB * 1e6) / perRow);
+    const { file, g } = await gen('big', rows, { seed: 7 });
+    out.push({ key: 'big', label: `a ${(g.bytes / 1e6).toFixed(0)} MB file into an empty list`, csv: file, gen: g, existing: false, runs: 1, expect: { inserted: rows, updated: 0, skipped: 0, contacts: rows } });
+  }
+  return out;
+}
+
+/** The list of the existing scenario: the empty scenario's file imported once by Herald, kept as `bench_seed`. */
+async function ensureSeed(app: Client, admin: Client, herald: Herald, api: ReturnType<typeof client>, dir: string, typeId: number) {
+  if ((await app.query(`SELECT to_regclass('bench_seed') AS t`)).rows[0].t) return;
+  const seedCsv = path.join(dir, 'empty.csv');
+  log('seeding the existing list: importing the empty scenario’s file once (not timed)');
+  const seed: Scenario = { key: 'empty', label: 'seed', csv: seedCsv, gen: { bytes: 0, ms: 0, rows: ROWS, repeated: 0, renamed: 0 }, existing: false, runs: 1, expect: { inserted: ROWS, updated: 0, skipped: 0, contacts: ROWS } };
+  await resetList(app, admin, seed);
+  await heraldImport(herald, api, app, admin, seed, typeId);
+  await app.query('CREATE TABLE bench_seed AS SELECT * FROM contacts');
+}
+
+interface ScenarioResult {
+  key: Key;
+  label: string;
+  csv: { rows: number; bytes: number; repeated: number; renamed: number };
+  raw: RawRun[];
+  herald: HeraldRun[];
+  ratios: number[];
+  bestRatio: number;
+  medianRatio: number;
+  target?: number;
+  peakRssMb: number;
+  pass: Record<string, boolean>;
+}
+
+function summarize(s: Scenario, raw: RawRun[], herald: HeraldRun[]): ScenarioResult {
+  const ratios = herald.map((h, i) => (raw[i] ? raw[i].ms / h.ms : NaN)).filter((r) => !Number.isNaN(r));
+  const peakRssMb = Math.max(...herald.map((h) => Math.max(h.rss.peakSampledMb, h.rss.vmHwmMb)));
+  const checks = Object.keys(herald[0].checks);
+  const pass: Record<string, boolean> = { peakRss: peakRssMb <= TARGET_RSS_MB };
+  if (s.target !== undefined) pass.speed = median(ratios) >= s.target;
+  for (const c of checks) pass[c] = herald.every((h) => h.checks[c]);
+  pass.rawRows = raw.every((r) => r.rows === s.gen.rows);
+  return {
+    key: s.key,
+    label: s.label,
+    csv: { rows: s.gen.rows, bytes: s.gen.bytes, repeated: s.gen.repeated, renamed: s.gen.renamed },
+    raw,
+    herald,
+    ratios,
+    bestRatio: Math.max(...ratios),
+    medianRatio: median(ratios),
+    target: s.target,
+    peakRssMb,
+    pass,
+  };
+}
+
+function report(results: ScenarioResult[], pg: Record<string, string>, load: number[]): string {
+  const ok = (b: boolean) => (b ? 'PASS' : 'FAIL');
+  const all = (xs: number[]) => xs.map((x) => seconds(x).toFixed(1)).join(', ');
+  const lines = ['', `CSV import — PostgreSQL ${pg.server_version}, ${os.cpus().length} cores, Herald with default settings as an ordinary role; best / median of the runs`];
+  for (const r of results) {
+    const rawMs = r.raw.map((x) => x.ms);
+    const herMs = r.herald.map((x) => x.ms);
+    lines.push(`  ${r.key}: ${r.label} — ${r.csv.rows.toLocaleString('en')} rows, ${(r.csv.bytes / 1e6).toFixed(1)} MB`);
+    if (rawMs.length) lines.push(`    raw COPY              ${seconds(Math.min(...rawMs)).toFixed(1)} / ${seconds(median(rawMs)).toFixed(1)} s   (runs: ${all(rawMs)} s)`);
+    lines.push(`    Herald upload-csv     ${seconds(Math.min(...herMs)).toFixed(1)} / ${seconds(median(herMs)).toFixed(1)} s   (runs: ${all(herMs)} s; ${Math.round(r.csv.rows / (Math.min(...herMs) / 1000)).toLocaleString('en')} rows/s at best)`);
+    const best = r.herald.reduce((a, b) => (b.ms < a.ms ? b : a));
+    lines.push(
+      `      phases of the best run ≈ ${Object.entries(best.phasesMs)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k} ${seconds(v!)} s`)
+        .join(', ')}; CPU: Herald ${best.cpuSec.herald.toFixed(1)} s, its PostgreSQL backends ${best.cpuSec.postgres.toFixed(1)} s`,
+    );
+    if (r.ratios.length) {
+      const verdict = r.target !== undefined ? `   target ≥ ${pct(r.target)}   ${ok(r.pass.speed)}` : '';
+      lines.push(`    Herald / raw          ${pct(r.bestRatio)} / ${pct(r.medianRatio)}   (runs: ${r.ratios.map(pct).join(', ')})${verdict}`);
+    }
+    lines.push(`    peak RSS (herald)     ${r.peakRssMb} MB   target ≤ ${TARGET_RSS_MB} MB   ${ok(r.pass.peakRss)}`);
+    const rec = best.record;
+    lines.push(`    counts                read ${rec.rows_read} inserted ${rec.inserted} updated ${rec.updated} skipped ${rec.skipped}   ${ok(r.pass.counts && r.pass.contacts && (r.pass.renamed ?? true) && r.pass.rawRows)}`);
+    const prog = best.progress.filter((p) => p.status === 'running');
+    lines.push(`    progress while running ${prog.map((p) => p.rowsRead).filter((n, i, xs) => i === 0 || n !== xs[i - 1]).slice(0, 8).join(' → ')} …   ${ok(r.pass.progress)}`);
+  }
+  lines.push(`  load average (1 min) ${load.map((x) => x.toFixed(1)).join(' → ')}`, '');
+  return lines.join('\n');
+}
 
 async function main() {
   const started = Date.now();
   const load = [os.loadavg()[0]];
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-import-'));
-  const csv = path.join(tmp, 'contacts.csv');
   let herald: Herald | undefined;
   try {
-    log(`generating ${ROWS.toLocaleString('en')} rows → ${csv}`);
-    const gen = await generateCsv(csv, ROWS);
-    log(`CSV: ${(gen.bytes / 1e6).toFixed(1)} MB in ${seconds(gen.ms)} s`);
+    const scenarios = await makeScenarios(tmp);
     if (!opts.has('no-build')) build();
-
     const url = await recreateDatabase(DB);
     log(`database ${DB} created; migrating and seeding through \`herald account create\``);
     const account = await createAccount(url, 'Bench import');
-    // Herald's statement_timeout (DB_QUERY_TIMEOUT_MS, 30 s by default) would cancel a COPY or
-    // upsert that a busy machine slows past it; the benchmark measures, it should not abort.
-    const env: Record<string, string> = { DB_QUERY_TIMEOUT_MS: '600000' };
-    // The file must fit the upload limit; the default (200 MB) holds a million such rows.
-    if (gen.bytes > DEFAULT_IMPORT_MAX_BYTES - 1024 * 1024) env.IMPORT_MAX_BYTES = String(gen.bytes * 2);
+    const env: Record<string, string> = {};
+    // Default settings; only a file past the default upload limit (a bigger --big-mb) raises it.
+    const largest = Math.max(...scenarios.map((s) => s.gen.bytes));
+    if (largest > DEFAULT_IMPORT_MAX_BYTES) env.IMPORT_MAX_BYTES = String(largest + 1024 * 1024);
     const nodeArgs = opts.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve('bench/out/cpu-prof')}`] : [];
     herald = await startHerald({ databaseUrl: url, dataDir: path.join(tmp, 'data'), env, nodeArgs });
     const api = client(herald.baseUrl, account);
     const typeId = await addContactType(api, 'Bench import');
-    const fields = await addCustomFields(api, [
+    await addCustomFields(api, [
       ['plan', 'text'],
       ['score', 'number'],
     ]);
-    const admin = await connect(url);
+    const app = await connect(url);
+    const admin = await connect(databaseUrl(DB));
     const pg = await serverInfo(admin);
-
-    // Raw COPY and Herald alternate, so a busy moment on the machine hits both alike; the
-    // best of each is reported (the least disturbed run), the medians too.
-    const raws: Array<Awaited<ReturnType<typeof rawCopy>>> = [];
-    const runs: HeraldRun[] = [];
     const busy: number[] = [];
     const quiet = async () => {
       if (opts.has('no-wait')) return;
       busy.push(await waitForQuiet());
       if (busy[busy.length - 1] > 0.2) log(`the machine stayed busy (${(busy[busy.length - 1] * 100).toFixed(0)} % CPU): figures are disturbed`);
     };
+    const raws = new Map<Key, RawRun[]>(scenarios.map((s) => [s.key, []]));
+    const runs = new Map<Key, HeraldRun[]>(scenarios.map((s) => [s.key, []]));
+    if (scenarios.some((s) => s.existing)) await ensureSeed(app, admin, herald, api, tmp, typeId);
+    // Raw COPY and Herald alternate, scenario by scenario, so a busy moment hits both alike.
     for (let r = 1; r <= REPEAT; r += 1) {
-      await quiet();
-      log(`[${r}/${REPEAT}] raw COPY into bench_contacts (LIKE contacts INCLUDING ALL)`);
-      raws.push(await rawCopy(url, csv, account.id, typeId));
-      log(`[${r}/${REPEAT}] raw COPY: ${raws[r - 1].rows.toLocaleString('en')} rows in ${seconds(raws[r - 1].ms)} s`);
-      await quiet();
-      log(`[${r}/${REPEAT}] Herald: POST /contacts/upload-csv`);
-      runs.push(await heraldImport(herald, api, admin, csv, typeId, fields.plan));
-      log(`[${r}/${REPEAT}] Herald: ${runs[r - 1].contacts.contacts.toLocaleString('en')} rows in ${seconds(runs[r - 1].ms)} s`);
+      for (const s of scenarios.filter((x) => x.runs >= r)) {
+        await resetList(app, admin, s);
+        await quiet();
+        const raw = await rawCopy(app, admin, s, account.id, typeId);
+        raws.get(s.key)!.push(raw);
+        log(`[${r}/${s.runs}] ${s.key}: raw COPY ${seconds(raw.ms)} s`);
+        await resetList(app, admin, s);
+        await quiet();
+        const run = await heraldImport(herald, api, app, admin, s, typeId);
+        runs.get(s.key)!.push(run);
+        log(`[${r}/${s.runs}] ${s.key}: Herald ${seconds(run.ms)} s, peak RSS ${Math.max(run.rss.peakSampledMb, run.rss.vmHwmMb)} MB, checks ${JSON.stringify(run.checks)}`);
+      }
     }
-    // The same file again: every row now updates a contact (the staged upsert path).
-    await quiet();
-    log(`extra: the same upload again (${ROWS.toLocaleString('en')} matched, none changed)`);
-    const again = await heraldImport(herald, api, admin, csv, typeId, fields.plan, false);
-    log(`extra: re-import in ${seconds(again.ms)} s`);
-    log('reference: raw COPY into the same table with contacts’ foreign keys (user, type)');
-    const rawFk = await rawCopy(url, csv, account.id, typeId, true);
+    await app.end();
     await admin.end();
     load.push(os.loadavg()[0]);
-
-    const raw = raws.reduce((a, b) => (b.ms < a.ms ? b : a));
-    const best = runs.reduce((a, b) => (b.ms < a.ms ? b : a));
-    const rawRate = ROWS / (raw.ms / 1000);
-    const herRate = ROWS / (best.ms / 1000);
-    const ratio = herRate / rawRate;
-    const medianRatio = median(raws.map((x) => x.ms)) / median(runs.map((x) => x.ms));
-    const peakMb = Math.max(...[...runs, again].map((x) => Math.max(x.rss.peakSampledMb, x.rss.vmHwmMb)));
-    const record = best.importRecord;
-    const checks = {
-      contactsInserted: runs.every((x) => x.contacts.contacts === ROWS),
-      importRecord: runs.every((x) => x.importRecord?.status === 'completed' && x.importRecord.inserted === ROWS && x.importRecord.rows_read === ROWS && x.importRecord.skipped === 0),
-      rawRows: raws.every((x) => x.rows === ROWS),
-      reimportUpdatesAll: again.importRecord?.status === 'completed' && again.importRecord.updated === ROWS && again.importRecord.inserted === 0 && again.contacts.contacts === ROWS,
-    };
+    const results = scenarios.map((s) => summarize(s, raws.get(s.key)!, runs.get(s.key)!));
     const result = {
       benchmark: 'import',
       date: new Date().toISOString(),
       machine: { cpus: os.cpus().length, memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadAvg1m: load, cpuBusyBeforeRuns: busy },
       postgres: pg,
-      csv: { rows: ROWS, bytes: gen.bytes, columns: CSV_COLUMNS },
-      repeat: REPEAT,
-      raw: { ms: raw.ms, rowsPerSec: Math.round(rawRate), allMs: raws.map((x) => x.ms), indexes: raw.indexes },
-      rawWithForeignKeys: { ms: rawFk.ms, rowsPerSec: Math.round(ROWS / (rawFk.ms / 1000)) },
-      herald: {
-        ms: best.ms,
-        rowsPerSec: Math.round(herRate),
-        allMs: runs.map((x) => x.ms),
-        phasesMs: best.phasesMs,
-        peakRssMb: peakMb,
-        rss: runs.map((x) => x.rss),
-        importRecord: record,
-        contacts: best.contacts,
-      },
-      reimport: { ms: again.ms, rowsPerSec: Math.round(ROWS / (again.ms / 1000)), phasesMs: again.phasesMs, rss: again.rss, importRecord: again.importRecord },
-      ratio: Math.round(ratio * 1000) / 1000,
-      medianRatio: Math.round(medianRatio * 1000) / 1000,
-      targets: { ratio: TARGET_RATIO, peakRssMb: TARGET_RSS_MB },
-      pass: { ratio: ratio >= TARGET_RATIO, peakRss: peakMb <= TARGET_RSS_MB, ...checks },
+      settings: { heraldEnv: env, role: 'ordinary (owner of its database)', repeat: REPEAT, repeatShare: REPEAT_SHARE },
+      scenarios: results,
+      pass: Object.fromEntries(results.flatMap((r) => Object.entries(r.pass).map(([k, v]) => [`${r.key}.${k}`, v]))),
       totalRunSec: seconds(Date.now() - started),
     };
     const file = writeResult('import', result);
-    const ok = (b: boolean) => (b ? 'PASS' : 'FAIL');
-    const ph = best.phasesMs;
-    const all = (xs: number[]) => xs.map((x) => seconds(x).toFixed(1)).join(', ');
-    const lines = [
-      '',
-      `Import benchmark — ${ROWS.toLocaleString('en')} rows, ${(gen.bytes / 1e6).toFixed(1)} MB CSV (${os.cpus().length} cores, PostgreSQL ${pg.server_version}), best of ${REPEAT}`,
-      `  raw COPY (indexed table)   ${seconds(raw.ms).toFixed(1).padStart(6)} s   ${Math.round(rawRate).toLocaleString('en').padStart(9)} rows/s   (runs: ${all(raws.map((x) => x.ms))} s)`,
-      `  Herald upload-csv (HTTP)   ${seconds(best.ms).toFixed(1).padStart(6)} s   ${Math.round(herRate).toLocaleString('en').padStart(9)} rows/s   (runs: ${all(runs.map((x) => x.ms))} s)`,
-      `    phases ≈ ${Object.entries(ph)
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]) => `${k} ${seconds(v!)} s`)
-        .join(', ')}`,
-      `  Herald / raw               ${(ratio * 100).toFixed(1)} %   target ≥ ${TARGET_RATIO * 100} %   ${ok(result.pass.ratio)}   (medians: ${(medianRatio * 100).toFixed(1)} %)`,
-      `  peak RSS (server)          ${peakMb} MB   target ≤ ${TARGET_RSS_MB} MB   ${ok(result.pass.peakRss)}`,
-      `  contacts in table          ${best.contacts.contacts.toLocaleString('en')}   ${ok(checks.contactsInserted)}`,
-      `  GET /contacts/imports      read ${record?.rows_read} inserted ${record?.inserted} updated ${record?.updated} skipped ${record?.skipped}   ${ok(checks.importRecord)}`,
-      `  [extra] same file again (every row matched, none changed; staged upsert) ${seconds(again.ms).toFixed(1)} s (${Math.round(ROWS / (again.ms / 1000)).toLocaleString('en')} rows/s)   ${ok(checks.reimportUpdatesAll)}`,
-      `  reference: raw COPY with contacts' foreign keys ${seconds(rawFk.ms).toFixed(1)} s (${Math.round(ROWS / (rawFk.ms / 1000)).toLocaleString('en')} rows/s)`,
-      `  load average (1 min) ${load.map((x) => x.toFixed(1)).join(' → ')}; result: ${path.relative(process.cwd(), file)}   (total ${seconds(Date.now() - started).toFixed(0)} s)`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n'));
+    process.stdout.write(report(results, pg, load) + `  result: ${path.relative(process.cwd(), file)} (total ${seconds(Date.now() - started).toFixed(0)} s)\n`);
     if (!Object.values(result.pass).every(Boolean)) process.exitCode = 1;
   } finally {
     await herald?.stop();

@@ -6,7 +6,8 @@ import { RESERVED_COLUMNS } from '../../src/resources/contacts/csv-sample';
  * A contacts CSV with every reserved column and two custom ones (`plan` text, `score`
  * number), shaped like a real export: quoted addresses with commas, blank optional cells,
  * countries given by name or ISO code in mixed case, real state/city names for them.
- * Deterministic (seeded PRNG), emails unique (case-insensitively) by construction.
+ * Deterministic (seeded PRNG), emails unique (case-insensitively) by construction unless
+ * `repeat` asks for repeated addresses.
  */
 /** Herald's own reserved columns (the sample CSV's header), then the two custom ones. */
 export const CSV_COLUMNS = [...RESERVED_COLUMNS, 'plan', 'score'];
@@ -57,20 +58,50 @@ function loadPlaces(): { common: Place[]; all: Place[] } {
 const needsQuote = /[",\r\n]/;
 const cell = (v: string) => (needsQuote.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
 
-export async function generateCsv(file: string, rows: number, seed = 20261122): Promise<{ bytes: number; ms: number }> {
+export interface CsvShape {
+  /** Number of the first row written: rows before it are drawn but not written, so row i has the same address in every file. */
+  from?: number;
+  /** Rows numbered up to this one get other names (same address): a file that changes contacts a list already holds. */
+  renameUpTo?: number;
+  /** Share of rows (0–1) that name the address of an earlier row of the file again (in other letter case, half of the time). */
+  repeat?: number;
+  seed?: number;
+}
+
+export interface GeneratedCsv {
+  bytes: number;
+  ms: number;
+  rows: number;
+  /** Rows that repeat an earlier row's address; distinct addresses = rows − repeated. */
+  repeated: number;
+  /** Rows whose address got other names (renameUpTo). */
+  renamed: number;
+}
+
+/** `rows` rows numbered from `shape.from` (default 1) into `file`. */
+export async function generateCsv(file: string, rows: number, shape: CsvShape = {}): Promise<GeneratedCsv> {
   const started = Date.now();
-  const rnd = mulberry32(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const from = shape.from ?? 1;
+  const rnd = mulberry32(shape.seed ?? 20261122);
+  // Renames and repeats draw from streams of their own, so the main stream (and with it
+  // every row's address) stays the same whatever they do.
+  const other = mulberry32((shape.seed ?? 20261122) ^ 0x5bd1e995);
+  const pick = <T>(xs: readonly T[], r = rnd): T => xs[Math.floor(r() * xs.length)];
   const { common, all } = loadPlaces();
   const out = fs.createWriteStream(file);
+  // Addresses written so far, for repeats (a ring: repeats name a row up to ~200,000 rows back).
+  const recent: string[] = [];
+  const RECENT_MAX = 200_000;
+  let repeated = 0;
+  let renamed = 0;
   let chunk = CSV_COLUMNS.join(',') + '\n';
-  for (let i = 1; i <= rows; i += 1) {
-    const first = pick(FIRST);
-    const last = pick(LAST);
+  for (let i = 1; i < from + rows; i += 1) {
+    let first = pick(FIRST);
+    let last = pick(LAST);
     const local = `${first}.${last}`.normalize('NFD').replace(/[^A-Za-z.]/g, '');
     const domain = pick(DOMAINS);
     // Unique by the row number; some addresses keep the capitals people type.
-    const email = rnd() < 0.15 ? `${local}${i}@${domain}` : `${local}${i}@${domain}`.toLowerCase();
+    let email = rnd() < 0.15 ? `${local}${i}@${domain}` : `${local}${i}@${domain}`.toLowerCase();
     const alt = rnd() < 0.2 ? `${last.toLowerCase().replace(/[^a-z]/g, '')}.${i}@${pick(DOMAINS)}` : '';
     const r = rnd();
     const p = r < 0.9 ? pick(common) : pick(all);
@@ -86,8 +117,23 @@ export async function generateCsv(file: string, rows: number, seed = 20261122): 
     const postal = p.iso === 'GB' ? `SW${1 + Math.floor(rnd() * 20)} ${Math.floor(rnd() * 10)}AB` : String(10000 + Math.floor(rnd() * 89999));
     const scoreRoll = rnd();
     const score = scoreRoll < 0.05 ? '' : scoreRoll < 0.25 ? (rnd() * 1000).toFixed(1) : String(Math.floor(rnd() * 1000));
+    const plan = pick(PLANS);
+    if (i < from) continue;
+    if (shape.renameUpTo !== undefined && i <= shape.renameUpTo) {
+      const [f, l] = [first, last];
+      while (first === f && last === l) [first, last] = [pick(FIRST, other), pick(LAST, other)];
+      renamed += 1;
+    }
+    if (shape.repeat && recent.length > 0 && other() < shape.repeat) {
+      const earlier = recent[Math.floor(other() * recent.length)];
+      email = other() < 0.5 ? earlier : earlier.toUpperCase();
+      repeated += 1;
+    } else if (shape.repeat) {
+      if (recent.length < RECENT_MAX) recent.push(email);
+      else recent[Math.floor(other() * RECENT_MAX)] = email;
+    }
     chunk +=
-      [first, last, email, alt, country, state?.name ?? '', city, line1, line2, region, postal, pick(PLANS), score].map(cell).join(',') + '\n';
+      [first, last, email, alt, country, state?.name ?? '', city, line1, line2, region, postal, plan, score].map(cell).join(',') + '\n';
     if (i % 5000 === 0) {
       if (!out.write(chunk)) await once(out, 'drain');
       chunk = '';
@@ -95,5 +141,5 @@ export async function generateCsv(file: string, rows: number, seed = 20261122): 
   }
   out.end(chunk);
   await once(out, 'finish');
-  return { bytes: fs.statSync(file).size, ms: Date.now() - started };
+  return { bytes: fs.statSync(file).size, ms: Date.now() - started, rows, repeated, renamed };
 }

@@ -22,7 +22,8 @@ export async function startServe(opts: {
   nodeArgs?: string[];
 }): Promise<Serve> {
   const port = await freePort();
-  const child = spawnNode('herald serve', path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
+  // HERALD_BIN: another build of Herald to run (diagnostics, e.g. an instrumented copy).
+  const child = spawnNode('herald serve', process.env.HERALD_BIN ?? path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
     cpu: opts.cpu,
     nodeArgs: opts.nodeArgs,
     env: {

@@ -147,5 +147,9 @@ describe('base64Lines', () => {
       }),
     );
     expect(base64Lines('')).toBe('');
+    // Larger than the writer's reused buffer: it grows, and a short part after it is still exact.
+    const big = 'Zürich ✓ '.repeat(20_000);
+    expect(Buffer.from(base64Lines(big).replace(/\r\n/g, ''), 'base64').toString('utf8')).toBe(big);
+    expect(Buffer.from(base64Lines('ü'), 'base64').toString('utf8')).toBe('ü');
   });
 });

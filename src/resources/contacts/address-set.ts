@@ -89,6 +89,12 @@ export class AddressSet {
     return v;
   }
 
+  /** The CSV line that named `email` last (0: none). */
+  lastRowOf(email: string): number {
+    const value = this.slots[this.slotOf(email) + 2];
+    return value < 0 ? -value : 0;
+  }
+
   private claim(at: number, value: number): void {
     this.slots[at] = this.hi | 1;
     this.slots[at + 1] = this.lo;

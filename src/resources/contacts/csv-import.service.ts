@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
@@ -22,10 +21,10 @@ import {
   MERGE_STAGED,
 } from './csv-import.sql';
 import { CsvFormatError, CsvRecordReader } from './csv-records';
-import { sniffCsv, type SniffedCsv } from './csv-sniff';
+import { sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
-import { RowRouter, type Routing } from './row-router';
+import { LastRowsOnly, RowRouter, type Routing } from './row-router';
 
 /**
  * The CSV import (POST /contacts/upload-csv): one file into one contact type, all of it or
@@ -59,6 +58,12 @@ export const MAX_LINE_CHARS = 1024 * 1024;
 const ADDRESS_SET_MAX = 3_000_000;
 /** Loading a type's addresses costs ~1 µs each, staging a row that could have gone straight in ~10 µs. */
 const LOAD_ADDRESSES_PER_ROW = 8;
+/**
+ * The file is read 64 KB at a time and every stage holds at most a couple of batches: what is
+ * in flight when V8 collects its young generation is promoted to the old one, so bigger
+ * chunks made the heap grow by ~60 MB more during a million-row import (bench/README.md).
+ */
+const READ_CHUNK_BYTES = 64 * 1024;
 /** Sorts and hashes of the merge (a million staged rows sort in ~250 MB) and the reference checks' transition tables stay in memory. */
 const IMPORT_WORK_MEM = '256MB';
 
@@ -200,7 +205,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
   const known = stageAll ? undefined : await knownAddresses(job, client);
   const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
-  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client) : { inserted: 0, updated: 0 };
+  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined) : { inserted: 0, updated: 0 };
   // Cached segment counts of this type are stale now (see contacts-version.ts).
   await withinDeadline(job, client);
   await bumpContactsVersion(trx, ctx.userId, [typeId]);
@@ -244,7 +249,8 @@ async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Addre
   await pipeline(client.query(copyTo(COPY_TYPE_ADDRESSES(job.ctx.userId, job.typeId))), async (chunks: AsyncIterable<Buffer>) => {
     let rest = '';
     for await (const chunk of chunks) {
-      const text = rest + chunk.toString('utf8');
+      // Byte strings, as the file's addresses are (byte-strings.ts).
+      const text = rest + chunk.toString('latin1');
       let start = 0;
       for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
         const tab = text.indexOf('\t', start);
@@ -272,15 +278,17 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
     if (!side) await client.query(CREATE_STAGING(job.staging));
     await withinDeadline(job, client);
     const copy = client.query(copyFrom(side ? COPY_INTO_CONTACTS : COPY_INTO_STAGING(job.staging)));
-    const source = job.upload.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 256 * 1024 });
-    await pipeline(source, countingDecoder(job), new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
+    const source = job.upload.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: READ_CHUNK_BYTES });
+    const utf8 = toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n));
+    await pipeline(source, utf8, new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
       throw readError(err, side !== undefined);
     });
     if (side && rows.staged > 0) {
       await new Promise<void>((resolve, reject) => side.end((err?: Error | null) => (err ? reject(err) : resolve())));
       await client.query(CREATE_STAGING(job.staging));
       await withinDeadline(job, client);
-      await pipeline(fs.createReadStream(sidePath, { highWaterMark: 256 * 1024 }), client.query(copyFrom(COPY_INTO_STAGING(job.staging))));
+      const staged = fs.createReadStream(sidePath, { highWaterMark: READ_CHUNK_BYTES });
+      await pipeline(staged, new LastRowsOnly(addresses), client.query(copyFrom(COPY_INTO_STAGING(job.staging))));
     }
     return side ? copy.rowCount : 0;
   } finally {
@@ -289,23 +297,6 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
       await fs.promises.rm(sidePath, { force: true });
     }
   }
-}
-
-/**
- * The upload's bytes as they are read, counted for the progress, and re-encoded as UTF-8 when
- * the file is Windows-1252 (csv-sniff.ts).
- */
-function countingDecoder(job: ImportJob): Transform {
-  const decoder = job.upload.sniffed.encoding === 'windows-1252' ? new TextDecoder('windows-1252') : undefined;
-  return new Transform({
-    transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
-      job.bytesRead += chunk.length;
-      done(null, decoder ? decoder.decode(chunk, { stream: true }) : chunk);
-    },
-    flush(done: TransformCallback) {
-      done(null, decoder ? decoder.decode() : undefined);
-    },
-  });
 }
 
 /** Errors while reading and copying, worded for the client; a duplicate the routing missed restarts the import. */
@@ -319,16 +310,21 @@ function readError(err: unknown, direct: boolean): unknown {
   return err;
 }
 
-/** MERGE_STAGED over the staging table, then drops it. */
-async function mergeStaged(job: ImportJob, client: PoolClient): Promise<Written> {
+/**
+ * MERGE_STAGED over the staging table, then drops it. `lastRowsOnly`: the staging table holds
+ * one row per address as the import's address set sees them (LastRowsOnly).
+ */
+async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boolean): Promise<Written> {
   const codePoint = await client.query<{ code_point: boolean }>(CODE_POINT_COLLATIONS);
   const collate = codePoint.rows[0]?.code_point ? 'COLLATE "C"' : '';
   await withinDeadline(job, client);
-  const { rows } = await client.query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(
-    MERGE_STAGED(job.staging, collate),
-    [job.ctx.userId, job.typeId],
-  );
-  const m = rows[0];
+  const merged = await client
+    .query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
+    .catch((err: unknown) => {
+      // Two staged rows of one address after all (spellings the address set told apart).
+      throw (err as { code?: string }).code === '21000' ? new StageEverything() : err;
+    });
+  const m = merged.rows[0];
   if (m.ambiguous > 0) throw new StageEverything();
   await client.query(DROP_STAGING(job.staging));
   // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).

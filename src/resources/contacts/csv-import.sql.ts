@@ -57,18 +57,20 @@ export const COPY_INTO_STAGING = (table: string) => `COPY ${table} FROM STDIN`;
 export const DROP_STAGING = (table: string) => `DROP TABLE IF EXISTS ${table}`;
 
 /**
- * What a contact becomes from its staged row `t`. A contact this import wrote itself
- * (`t.written_here`: an earlier row of the file inserted it) takes the last row as it is,
- * blank cells empty, as if the earlier rows had not been there; an existing contact keeps
- * the values of blank cells, and custom values merge key by key.
+ * What a contact `c` becomes from its staged row `t`. A contact this import wrote itself
+ * (`writtenHere`: an earlier row of the file inserted it) takes the last row as it is, blank
+ * cells empty, as if the earlier rows had not been there; an existing contact keeps the
+ * values of blank cells, and custom values merge key by key.
  */
-const NEW_VALUES: Array<[string, string]> = [
+const newValues = (writtenHere: string): Array<[string, string]> => [
   ['email', 't.email'],
-  ['alt_email', 'CASE WHEN t.written_here THEN t.alt_email ELSE coalesce(t.alt_email, c.alt_email) END'],
-  ['country_id', 'CASE WHEN t.written_here THEN t.country_id ELSE coalesce(t.country_id, c.country_id) END'],
-  ...TEXT_COLUMNS.map((col): [string, string] => [col, `coalesce(t.${col}, CASE WHEN t.written_here THEN '' ELSE c.${col} END)`]),
-  ['custom_fields', `CASE WHEN t.written_here THEN coalesce(t.custom, '{}') ELSE c.custom_fields || coalesce(t.custom, '{}') END`],
+  ['alt_email', `CASE WHEN ${writtenHere} THEN t.alt_email ELSE coalesce(t.alt_email, c.alt_email) END`],
+  ['country_id', `CASE WHEN ${writtenHere} THEN t.country_id ELSE coalesce(t.country_id, c.country_id) END`],
+  ...TEXT_COLUMNS.map((col): [string, string] => [col, `coalesce(t.${col}, CASE WHEN ${writtenHere} THEN '' ELSE c.${col} END)`]),
+  ['custom_fields', `CASE WHEN ${writtenHere} THEN coalesce(t.custom, '{}') ELSE c.custom_fields || coalesce(t.custom, '{}') END`],
 ];
+const KNOWN_CONTACT = newValues('false');
+const ANY_CONTACT = newValues('t.written_here');
 
 /** What an existing contact becomes when an inserted row meets it after all (an address added meanwhile). */
 const MERGED_VALUES: Array<[string, string]> = [
@@ -83,56 +85,73 @@ const changed = (values: Array<[string, string]>) =>
   `(${values.map(([col]) => `c.${col}`).join(', ')}) IS DISTINCT FROM (${values.map(([, v]) => v).join(', ')})`;
 const assignments = (values: Array<[string, string]>) => values.map(([col, v]) => `${col} = ${v}`).join(',\n    ');
 const ASCII_LOWER = (e: string) => `translate(${e}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
+/** The live contact of the type `c` is, when it still has the staged row's address. */
+const LIVE_WITH_ADDRESS = `c.user_id = $1 AND c.contact_type_id = $2 AND c.deleted_at IS NULL AND lower(c.email) = lower(t.email)`;
 
 /**
  * The merge of the staged rows, one statement. $1 user, $2 type.
  *
- * - last_rows: the last row per address (DISTINCT ON lower(email), the unique index's
- *   equality, so rows the index calls one address are one here too).
- * - targets: the live contact with that address, looked up by the contact id the row
- *   brought when there is one (a primary-key probe, in id order) and by address otherwise.
- *   `written_here`: the contact's row version is this transaction's, i.e. the direct COPY
- *   inserted it from an earlier line.
- * - updated: rewrites each target whose values change, in id order (its heap pages and
- *   its primary-key entries are then visited once each, front to back: 16.0 s → 10.9 s for
- *   500,000 contacts in email order vs id order, measured with EXPLAIN ANALYZE). A contact
- *   whose values would not change is not written (an UPDATE writes a new row version and
- *   new index entries even when nothing changes).
+ * - last_rows: the last row per address. After a direct read the staging table holds just
+ *   those, as the import's address set tells addresses apart (`lastRowsOnly`, LastRowsOnly in
+ *   row-router.ts); otherwise DISTINCT ON lower(email), the unique index's equality, picks
+ *   them (a sort of every staged row).
+ * - known: rows that brought the id of the contact their address had when the import
+ *   started (nearly all of them, in a list the import knew): that contact is rewritten where
+ *   a value changes, straight from the row, in id order (its heap pages and primary-key
+ *   entries are then visited front to back, once each; bench/README.md has the figures). A
+ *   contact whose values would not change is not written (an UPDATE writes a new row version
+ *   and new index entries even when nothing changes).
+ * - targets: every other row (no id, an unchanged contact, or a contact that has since
+ *   changed address or been deleted), with the live contact of its address, by id or by
+ *   address. `written_here`: that contact's row version is this transaction's, i.e. the
+ *   direct COPY inserted it from an earlier line.
+ * - updated: rewrites those targets whose values change.
  * - inserted: rows whose address has no contact, in the unique index's order; ON CONFLICT
- *   for an address another session added meanwhile (it is then updated like any other).
+ *   for an address another session added meanwhile (then updated like any other).
  *
- * `ambiguous` counts rows that met a contact this import wrote from a *different* spelling
- * of the address (a row read as new although PostgreSQL's lower() calls it the address of a
- * later row; see address-set.ts): the file order between them is then unknown here, and the
- * import starts over with every row staged, where the question cannot arise.
+ * `ambiguous` counts what only the address set's spelling rules (ASCII lower-casing, see
+ * address-set.ts) could have let through, where PostgreSQL's lower() sees one address: a row
+ * that met a contact this import wrote from a different spelling (the file order between
+ * them is unknown here), a contact met by two rows, or a contact that one row met by address
+ * and another by id. Two rows inserting one address fail with 21000. Either way the import
+ * starts over with every row staged and DISTINCT ON, where the questions cannot arise.
  *
  * `collate` is `COLLATE "C"` when the database's collation already orders by code point
- * (CODE_POINT_COLLATIONS): the same order, but comparing bytes instead of calling strcoll
- * (the sort of a million addresses went from 2.0 s to 1.6 s). Which row DISTINCT ON keeps
- * cannot change: equality under every deterministic collation is byte equality.
+ * (CODE_POINT_COLLATIONS): the same order, but comparing bytes instead of calling strcoll.
+ * Which row DISTINCT ON keeps cannot change: equality under every deterministic collation is
+ * byte equality.
  */
-export const MERGE_STAGED = (staging: string, collate: string) => `
-WITH last_rows AS MATERIALIZED (
+export const MERGE_STAGED = (staging: string, collate: string, lastRowsOnly: boolean) => `
+WITH last_rows AS ${
+  lastRowsOnly
+    ? `NOT MATERIALIZED (SELECT * FROM ${staging})`
+    : `MATERIALIZED (
   SELECT DISTINCT ON (lower(email) ${collate}) *
   FROM ${staging}
   ORDER BY lower(email) ${collate}, row_no DESC
+)`
+}, known AS (
+  UPDATE contacts c SET
+    ${assignments(KNOWN_CONTACT)},
+    updated_at = now()
+  FROM (SELECT * FROM last_rows WHERE contact_id IS NOT NULL ORDER BY contact_id) t
+  WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS} AND ${changed(KNOWN_CONTACT)}
+  RETURNING t.row_no
 ), targets AS MATERIALIZED (
-  SELECT s.*, c.id AS target_id, c.email AS target_email, coalesce(c.xmin = pg_current_xact_id()::xid, false) AS written_here
-  FROM (SELECT * FROM last_rows ORDER BY contact_id, lower(email) ${collate}) s
+  SELECT t.*, c.id AS target_id, c.email AS target_email, coalesce(c.xmin = pg_current_xact_id()::xid, false) AS written_here
+  FROM (SELECT * FROM last_rows WHERE row_no NOT IN (SELECT row_no FROM known) ORDER BY contact_id, lower(email) ${collate}) t
   LEFT JOIN LATERAL (
-    (SELECT c.id, c.email, c.xmin FROM contacts c
-     WHERE c.id = s.contact_id AND c.user_id = $1 AND c.contact_type_id = $2 AND c.deleted_at IS NULL AND lower(c.email) = lower(s.email))
+    (SELECT c.id, c.email, c.xmin FROM contacts c WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS})
     UNION ALL
-    (SELECT c.id, c.email, c.xmin FROM contacts c
-     WHERE c.contact_type_id = $2 AND lower(c.email) = lower(s.email) AND c.user_id = $1 AND c.deleted_at IS NULL)
+    (SELECT c.id, c.email, c.xmin FROM contacts c WHERE ${LIVE_WITH_ADDRESS})
     LIMIT 1
   ) c ON true
 ), updated AS (
   UPDATE contacts c SET
-    ${assignments(NEW_VALUES)},
+    ${assignments(ANY_CONTACT)},
     updated_at = now()
   FROM (SELECT * FROM targets WHERE target_id IS NOT NULL ORDER BY target_id) t
-  WHERE c.id = t.target_id AND c.user_id = $1 AND ${changed(NEW_VALUES)}
+  WHERE c.id = t.target_id AND ${LIVE_WITH_ADDRESS} AND ${changed(ANY_CONTACT)}
   RETURNING 1
 ), inserted AS (
   INSERT INTO contacts AS c (user_id, contact_type_id, email, alt_email, country_id, ${TEXT}, custom_fields)
@@ -146,11 +165,14 @@ WITH last_rows AS MATERIALIZED (
   RETURNING (xmax = 0) AS is_new
 )
 SELECT
-  (SELECT count(*) FROM targets)::int AS addresses,
+  (SELECT count(*) FROM last_rows)::int AS addresses,
   (SELECT count(*) FROM targets WHERE written_here)::int AS written_here,
   (SELECT count(*) FROM inserted WHERE is_new)::int AS inserted,
   (SELECT count(*) FROM updated)::int AS rewritten,
-  (SELECT count(*) FROM targets WHERE written_here AND ${ASCII_LOWER('target_email')} <> ${ASCII_LOWER('email')})::int AS ambiguous`;
+  (SELECT count(*) FILTER (WHERE written_here AND ${ASCII_LOWER('target_email')} <> ${ASCII_LOWER('email')})
+        + count(target_id) - count(DISTINCT target_id)
+        + count(*) FILTER (WHERE target_id IS DISTINCT FROM contact_id AND target_id IN (SELECT contact_id FROM last_rows WHERE contact_id IS NOT NULL))
+   FROM targets)::int AS ambiguous`;
 
 /** Database collations whose order is code-point order, i.e. byte order of UTF-8. */
 export const CODE_POINT_COLLATIONS = `SELECT datcollate IN ('C', 'POSIX', 'C.UTF-8', 'C.utf8') AS code_point

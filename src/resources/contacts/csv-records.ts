@@ -1,4 +1,3 @@
-import { StringDecoder } from 'node:string_decoder';
 import { Transform, type TransformCallback } from 'node:stream';
 
 /**
@@ -14,6 +13,9 @@ import { Transform, type TransformCallback } from 'node:stream';
  * character (`5" screen`), and spaces after a closing quote are ignored. Line breaks may be
  * `\n`, `\r\n` or `\r`. Lines with nothing on them are skipped; rows may have any number of
  * fields; a UTF-8 byte order mark is dropped.
+ *
+ * It reads valid UTF-8 (csv-sniff.ts makes sure) and hands out fields as byte strings
+ * (byte-strings.ts): every delimiter is ASCII, so no character is ever split.
  */
 
 /** Records in the order of the file, each with the CSV line it ended on (a quoted field may span lines). */
@@ -26,6 +28,8 @@ export interface RecordBatch {
    * checking each field).
    */
   plain: boolean[];
+  /** Per record: every byte is ASCII, so each field's bytes are its characters (byte-strings.ts). */
+  ascii: boolean[];
 }
 
 export type CsvErrorKind = 'unclosed-quote' | 'after-quote' | 'too-long';
@@ -48,23 +52,26 @@ const CR = 13;
 const SPACE = 32;
 const TAB = 9;
 const NOT_PLAIN = /[\\\t\0]/;
-const BATCH_RECORDS = 512;
+const NOT_ASCII = /[\u0080-\u00ff]/;
+const BATCH_RECORDS = 128;
 
 /** Outcome of reading one record at a position of the text. */
 const INCOMPLETE = -1;
 
+/** The UTF-8 byte order mark as a byte string. */
+const BOM = '\u00ef\u00bb\u00bf';
+
 /**
- * UTF-8 bytes or decoded text in (a multi-byte character may straddle two chunks), batches of
- * records out. The records read before an error still come out first: the import counts them.
+ * UTF-8 bytes in, batches of records out. The records read before an error still come out
+ * first: the import counts them.
  */
 export class CsvRecordReader extends Transform {
-  private readonly decoder = new StringDecoder('utf8');
   /** Text of a record that the chunks so far did not complete. */
   private rest = '';
   /** Line the next record starts on. */
   private line = 1;
   private started = false;
-  private batch: RecordBatch = { records: [], lines: [], plain: [] };
+  private batch: RecordBatch = { records: [], lines: [], plain: [], ascii: [] };
   /** What readRecord found: the fields, the line the record ended on, whether a field spans lines. */
   private fields: string[] = [];
   private recordLine = 0;
@@ -74,16 +81,16 @@ export class CsvRecordReader extends Transform {
   private quotedLines = 0;
 
   constructor(private readonly maxRecordChars: number) {
-    super({ writableObjectMode: false, decodeStrings: false, readableObjectMode: true, readableHighWaterMark: 4 });
+    super({ writableObjectMode: false, readableObjectMode: true, readableHighWaterMark: 2 });
   }
 
-  override _transform(chunk: string | Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.guarded(done, () => this.readText(typeof chunk === 'string' ? chunk : this.decoder.write(chunk), false));
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.guarded(done, () => this.readText(chunk.toString('latin1'), false));
   }
 
   override _flush(done: TransformCallback): void {
     this.guarded(done, () => {
-      this.readText(this.decoder.end(), true);
+      this.readText('', true);
       this.pushBatch();
     });
   }
@@ -100,9 +107,9 @@ export class CsvRecordReader extends Transform {
 
   private readText(chunk: string, final: boolean): void {
     let text = this.rest + chunk;
-    if (!this.started && text.length > 0) {
+    if (!this.started && (text.length >= BOM.length || final)) {
       this.started = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.startsWith(BOM)) text = text.slice(BOM.length);
     }
     let pos = 0;
     while (pos < text.length) {
@@ -126,7 +133,9 @@ export class CsvRecordReader extends Transform {
     const b = this.batch;
     b.records.push(this.fields);
     b.lines.push(this.recordLine);
-    b.plain.push(!this.multiline && !NOT_PLAIN.test(text.slice(start, end)));
+    const raw = text.slice(start, end);
+    b.plain.push(!this.multiline && !NOT_PLAIN.test(raw));
+    b.ascii.push(!NOT_ASCII.test(raw));
     this.fields = [];
     if (b.records.length >= BATCH_RECORDS) this.pushBatch();
   }
@@ -134,7 +143,7 @@ export class CsvRecordReader extends Transform {
   private pushBatch(): void {
     if (this.batch.records.length === 0) return;
     this.push(this.batch);
-    this.batch = { records: [], lines: [], plain: [] };
+    this.batch = { records: [], lines: [], plain: [], ascii: [] };
   }
 
   /**
@@ -143,6 +152,18 @@ export class CsvRecordReader extends Transform {
    * the record and sets `recordLine` to the line it ended on.
    */
   private readRecord(text: string, pos: number, final: boolean): number {
+    // Most lines hold no quote: split them with the string built-ins.
+    const lf = text.indexOf('\n', pos);
+    if (lf >= 0) {
+      const line = text.slice(pos, lf > pos && text.charCodeAt(lf - 1) === CR ? lf - 1 : lf);
+      if (!line.includes('"') && !line.includes('\r')) {
+        this.fields = line.split(',');
+        this.multiline = false;
+        this.recordLine = this.line;
+        this.line += 1;
+        return lf + 1;
+      }
+    }
     const fields: string[] = [];
     let line = this.line;
     this.multiline = false;

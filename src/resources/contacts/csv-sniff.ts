@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { FileHandle } from 'node:fs/promises';
+import { Transform, type TransformCallback } from 'node:stream';
 import { invalid } from '../../http/errors';
 
 export type CsvEncoding = 'utf-8' | 'windows-1252';
@@ -41,4 +43,44 @@ export async function sniffCsv(handle: FileHandle, fileBytes: number): Promise<S
   } catch {
     return { encoding: 'windows-1252', estimatedRows };
   }
+}
+
+/** Bytes at the end of `buf` that begin a UTF-8 sequence the buffer does not complete (0–3). */
+function unfinishedTail(buf: Buffer): number {
+  for (let back = 1; back <= Math.min(3, buf.length); back += 1) {
+    const b = buf[buf.length - back];
+    if ((b & 0xc0) === 0x80) continue;
+    const needed = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return needed > back ? back : 0;
+  }
+  return 0;
+}
+
+/**
+ * The upload as valid UTF-8, chunk by chunk (what CsvRecordReader reads): a Windows-1252 file
+ * re-encoded, a UTF-8 file as it is, except that a stray invalid byte past the sniffed start
+ * becomes U+FFFD as any decoder would (PostgreSQL would refuse the whole file). `onBytes`
+ * hears how many bytes of the upload each chunk was.
+ */
+export function toUtf8(encoding: CsvEncoding, onBytes: (n: number) => void): Transform {
+  const decoder = new TextDecoder(encoding === 'utf-8' ? 'utf-8' : 'windows-1252');
+  let carry: Buffer | undefined;
+  return new Transform({
+    transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+      onBytes(chunk.length);
+      if (encoding !== 'utf-8') {
+        done(null, Buffer.from(decoder.decode(chunk, { stream: true }), 'utf8'));
+        return;
+      }
+      const buf = carry ? Buffer.concat([carry, chunk]) : chunk;
+      const cut = buf.length - unfinishedTail(buf);
+      carry = cut < buf.length ? Buffer.from(buf.subarray(cut)) : undefined;
+      const body = buf.subarray(0, cut);
+      done(null, isUtf8(body) ? body : Buffer.from(decoder.decode(body), 'utf8'));
+    },
+    flush(done: TransformCallback) {
+      const rest = encoding === 'utf-8' ? decoder.decode(carry ?? new Uint8Array(0)) : decoder.decode();
+      done(null, rest ? Buffer.from(rest, 'utf8') : undefined);
+    },
+  });
 }

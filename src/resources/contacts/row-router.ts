@@ -8,8 +8,36 @@ import type { ImportReason } from './import-history.service';
 
 export const MAX_REASONS = 20;
 const DUPLICATE = 'The email appears again further down the file; the last row was used.';
-/** Lines are handed on in chunks of about this many characters (per-chunk overhead off the hot path). */
-const CHUNK_CHARS = 64 * 1024;
+/** Lines are handed on in chunks of this many bytes (per-chunk overhead off the hot path). */
+const CHUNK_BYTES = 32 * 1024;
+
+/**
+ * COPY lines (byte strings) written straight into chunk-sized Buffers: no string is built
+ * per chunk, so nothing has to be flattened and copied again when it is handed on.
+ */
+class LineChunks {
+  /** Filled chunks waiting to be handed on. */
+  readonly full: Buffer[] = [];
+  private buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  private used = 0;
+
+  add(line: string): void {
+    if (this.used + line.length > this.buf.length) {
+      if (this.used > 0) this.full.push(this.take()!);
+      if (line.length > this.buf.length) this.buf = Buffer.allocUnsafe(line.length);
+    }
+    this.used += this.buf.write(line, this.used, 'latin1');
+  }
+
+  /** The lines added since the last take, or undefined when there are none. */
+  take(): Buffer | undefined {
+    if (this.used === 0) return undefined;
+    const chunk = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    this.used = 0;
+    return chunk;
+  }
+}
 
 /**
  * `direct`: rows with an address new to the type and to the file so far are this stream's
@@ -47,8 +75,8 @@ export class RowRouter extends Transform {
   readonly reasons = new ReasonList();
   columns?: ColumnMap;
   private checker?: RowChecker;
-  private out = '';
-  private side = '';
+  private readonly out = new LineChunks();
+  private readonly side = new LineChunks();
   private readonly prefix: string;
 
   constructor(
@@ -56,20 +84,20 @@ export class RowRouter extends Transform {
     private readonly routing: Routing,
     private readonly lookups: { customFields: CustomField[]; countries: Map<string, number>; userId: number; typeId: number },
   ) {
-    super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark: 4 });
+    super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark: 2 });
     this.prefix = `${lookups.userId}\t${lookups.typeId}\t`;
   }
 
   override _transform(batch: RecordBatch, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      const { records, lines, plain } = batch;
+      const { records, lines, plain, ascii } = batch;
       for (let k = 0; k < records.length; k += 1) {
-        if (this.checker) this.route(records[k], lines[k], plain[k]);
+        if (this.checker) this.route(records[k], lines[k], plain[k], ascii[k]);
         else this.readHeader(records[k]);
       }
-      if (this.out.length >= CHUNK_CHARS) this.flushOut();
-      if (this.side.length >= CHUNK_CHARS) {
-        this.writeSide(done);
+      for (const chunk of this.out.full.splice(0)) this.push(chunk);
+      if (this.side.full.length > 0) {
+        this.writeSide(this.side.full.splice(0), done);
         return;
       }
       done();
@@ -83,8 +111,9 @@ export class RowRouter extends Transform {
       done(NO_EMAIL_COLUMN());
       return;
     }
-    this.flushOut();
-    if (this.side) this.writeSide(done);
+    for (const chunk of [...this.out.full.splice(0), this.out.take()]) if (chunk) this.push(chunk);
+    const side = [...this.side.full.splice(0), this.side.take()].filter((c): c is Buffer => c !== undefined);
+    if (side.length > 0) this.writeSide(side, done);
     else done();
   }
 
@@ -93,10 +122,10 @@ export class RowRouter extends Transform {
     this.checker = new RowChecker(this.columns, this.lookups.countries);
   }
 
-  private route(rec: string[], row: number, plain: boolean): void {
+  private route(rec: string[], row: number, plain: boolean, ascii: boolean): void {
     this.rowsRead += 1;
     const checker = this.checker!;
-    const reason = checker.check(rec, plain);
+    const reason = checker.check(rec, plain, ascii);
     if (reason !== undefined) {
       this.invalid += 1;
       this.reasons.add(row, reason);
@@ -105,33 +134,60 @@ export class RowRouter extends Transform {
     const seen = this.addresses.visit(checker.email, row);
     if (seen.previousRow > 0) this.reasons.add(seen.previousRow, DUPLICATE);
     if (this.routing.mode === 'stage-all') {
-      this.out += checker.stagedLine(row, seen.contactId);
+      this.out.add(checker.stagedLine(row, seen.contactId));
       this.staged += 1;
     } else if (seen.contactId === 0 && seen.previousRow === 0) {
-      this.out += checker.contactLine(this.prefix);
+      this.out.add(checker.contactLine(this.prefix));
       this.direct += 1;
     } else {
-      this.side += checker.stagedLine(row, seen.contactId);
+      this.side.add(checker.stagedLine(row, seen.contactId));
       this.staged += 1;
     }
   }
 
-  private flushOut(): void {
-    if (!this.out) return;
-    this.push(this.out);
-    this.out = '';
-  }
-
-  /** Hands the staged lines to the side file, calling `done` once it can take more (its backpressure). */
-  private writeSide(done: TransformCallback): void {
+  /** Hands staged lines to the side file, calling `done` once it can take more (its backpressure). */
+  private writeSide(chunks: Buffer[], done: TransformCallback): void {
     if (this.routing.mode !== 'direct') {
       done();
       return;
     }
     const target = this.routing.staged;
-    const ok = target.write(this.side);
-    this.side = '';
+    let ok = true;
+    for (const chunk of chunks) ok = target.write(chunk);
     if (ok) done();
     else once(target, 'drain').then(() => done(), done);
+  }
+}
+
+/**
+ * The staged lines again (STAGING_COLUMNS: line number, contact id, address, …), keeping
+ * only the last line of each address: the file's whole story is known once it is read, so
+ * the merge no longer has to sort every staged row to find the last one (MERGE_STAGED).
+ */
+export class LastRowsOnly extends Transform {
+  private rest = '';
+  kept = 0;
+
+  constructor(private readonly addresses: AddressSet) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const text = this.rest + chunk.toString('latin1');
+    const out = new LineChunks();
+    let start = 0;
+    for (let end = text.indexOf('\n', start); end >= 0; end = text.indexOf('\n', start)) {
+      const t1 = text.indexOf('\t', start);
+      const t2 = text.indexOf('\t', t1 + 1);
+      const t3 = text.indexOf('\t', t2 + 1);
+      if (this.addresses.lastRowOf(text.slice(t2 + 1, t3)) === Number(text.slice(start, t1))) {
+        out.add(text.slice(start, end + 1));
+        this.kept += 1;
+      }
+      start = end + 1;
+    }
+    this.rest = text.slice(start);
+    for (const c of [...out.full, out.take()]) if (c) this.push(c);
+    done();
   }
 }
