@@ -107,15 +107,23 @@ export class CsvRecordReader extends Transform {
 
   private readText(chunk: string, final: boolean): void {
     let text = this.rest + chunk;
-    if (!this.started && (text.length >= BOM.length || final)) {
+    if (!this.started) {
+      // Read nothing before the BOM question is settled: a short first record read early would
+      // leave a U+FEFF starting the next chunk to be taken for a BOM.
+      if (text.length < BOM.length && !final) {
+        this.rest = text;
+        return;
+      }
       this.started = true;
       if (text.startsWith(BOM)) text = text.slice(BOM.length);
     }
     let pos = 0;
     while (pos < text.length) {
+      const startLine = this.line;
       const end = this.readRecord(text, pos, final);
       if (end === INCOMPLETE) break;
-      if (end - pos > this.maxRecordChars) throw this.tooLong();
+      // readRecord has moved `line` past the record: report the line the record starts on.
+      if (end - pos > this.maxRecordChars) throw this.tooLong(startLine);
       const emptyLine = this.fields.length === 1 && this.fields[0] === '' && end - pos <= 2 && !this.multiline && text.charCodeAt(pos) !== QUOTE;
       if (!emptyLine) this.emit_(text, pos, end);
       pos = end;
@@ -125,8 +133,8 @@ export class CsvRecordReader extends Transform {
     if (this.rest.length > this.maxRecordChars) throw this.tooLong();
   }
 
-  private tooLong(): CsvFormatError {
-    return new CsvFormatError('too-long', this.line, `a line longer than ${this.maxRecordChars} characters`);
+  private tooLong(line = this.line): CsvFormatError {
+    return new CsvFormatError('too-long', line, `a line longer than ${this.maxRecordChars} characters`);
   }
 
   private emit_(text: string, start: number, end: number): void {
