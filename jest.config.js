@@ -11,7 +11,8 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
-  testTimeout: 60000,
+  // Bounds, not speed targets: scaled like the tests' own waits (test/helpers/wait.ts).
+  testTimeout: 60000 * Math.max(1, Number(process.env.TEST_PATIENCE ?? 3)),
   // The suite is database-bound: a few workers keep both cores and PostgreSQL busy.
   maxWorkers: process.env.JEST_WORKERS ? Number(process.env.JEST_WORKERS) : 3,
 };

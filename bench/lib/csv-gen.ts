@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { once } from 'node:events';
-import { RESERVED_COLUMNS } from '../../src/resources/contacts/csv-sample';
+import { RESERVED_COLUMNS } from '../../src/resources/contacts/contact-columns';
 
 /**
  * A contacts CSV with every reserved column and two custom ones (`plan` text, `score`

@@ -87,11 +87,6 @@ export async function findKeyOwner(db: Knex, publicKey: string, digest: Buffer):
 
 const UNKNOWN_DIGEST = hashSecret('');
 
-/** The account owning this key pair, or undefined. */
-export function authenticate(db: Knex, publicKey: string, secretKey: string): Promise<number | undefined> {
-  return findKeyOwner(db, publicKey, hashSecret(secretKey));
-}
-
 export async function countAccounts(db: Knex): Promise<number> {
   const row = await db('accounts').count<{ count: number }[]>({ count: '*' }).first();
   return Number(row?.count ?? 0);

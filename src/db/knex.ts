@@ -2,8 +2,6 @@ import knexFactory, { type Knex } from 'knex';
 import type { Logger } from '../logger';
 import { installTypeParsers } from './types';
 
-export type Db = Knex;
-
 export interface DbOptions {
   url: string;
   poolMax?: number;

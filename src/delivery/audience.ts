@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { extraRecipients, matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import type { RecipientRef } from '../resources/single-sends/single-sends.service';
 
 /**
  * The audience of a send, written as recipient rows in set-based SQL. Sources (contact types
@@ -15,17 +16,12 @@ import { extraRecipients, matchingContacts, type SegmentRow } from '../resources
  * edited between fan-out and sending gets the message with its values as they are then.
  * Hand-added segment recipients are no contact: their few values are copied into `data`.
  */
-export interface AudienceRef {
-  id: string;
-  table: 'contacts_' | 'segments_';
-}
-
 export interface FanoutTarget {
   userId: number;
   singleSendId: number;
   groupId: number;
-  sources: AudienceRef[];
-  exclusions: AudienceRef[];
+  sources: RecipientRef[];
+  exclusions: RecipientRef[];
 }
 
 /** Where the fan-out stands: source index, last contact id written, hand-added done. */

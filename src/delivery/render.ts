@@ -1,6 +1,7 @@
 import { escapeHtml } from './system-mail';
 import { headerSafe, messageWriter } from './mime';
 import { htmlToText } from './text';
+import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
 
 /**
  * Rendering: each design is compiled once per send into literal pieces and placeholder
@@ -44,18 +45,7 @@ export interface DesignSource {
 }
 
 /** The contact columns a design may name (and nothing else of a recipient row). */
-const RESERVED = [
-  'first_name',
-  'last_name',
-  'alt_email',
-  'country',
-  'state',
-  'city',
-  'address_line1',
-  'address_line2',
-  'state_province_region',
-  'postal_code',
-] as const;
+const RESERVED = RESERVED_COLUMNS.filter((c): c is Exclude<(typeof RESERVED_COLUMNS)[number], 'email'> => c !== 'email');
 type ReservedName = (typeof RESERVED)[number];
 const RESERVED_PLACEHOLDERS = new Set<string>(RESERVED);
 

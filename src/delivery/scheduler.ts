@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordEvent, type EventDeps } from '../notifications/events';
-import { chunkSize, fanOutChunk, type AudienceRef, type FanoutCursor } from './audience';
+import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
+import type { RecipientRef } from '../resources/single-sends/single-sends.service';
 
 /**
  * Single sends through their states: ready (1) and due → running (2) → audience written
@@ -14,8 +15,8 @@ interface SendRow {
   utr: string;
   single_send_name: string;
   unsubscribe_group_id: number;
-  recipient_id: AudienceRef[];
-  exclude_specific_recipient_id: AudienceRef[];
+  recipient_id: RecipientRef[];
+  exclude_specific_recipient_id: RecipientRef[];
   fanout_cursor: FanoutCursor | null;
   triggered: number;
   delivered: number;

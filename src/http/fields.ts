@@ -116,3 +116,10 @@ export const uploadedFile = (extensions: string[]) =>
     .refine((f) => extensions.some((ext) => f.originalname.toLowerCase().endsWith(`.${ext}`)), {
       message: `The :attribute must be a file of type: ${extensions.join(', ')}.`,
     });
+
+/** Public identifiers of single sends, automations and their emails: UUIDs (a utr of any other shape names nothing). */
+const UTR_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUtr(value: string): boolean {
+  return UTR_PATTERN.test(value);
+}

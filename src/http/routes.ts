@@ -7,11 +7,11 @@ import type { Ctx, Deps } from '../context';
 import { requireKeys } from './auth';
 import { RateLimiter } from './rate-limit';
 import type { Envelope } from './envelope';
-import { AppError, invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
+import { invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
 import { normalizeInput } from './form';
 import { readPaging, type Paging } from './pagination';
 import { validate, type MessageOptions } from './validate';
-import { MAX_INT, toNumber } from './fields';
+import { isUtr, MAX_INT, toNumber } from './fields';
 
 /**
  * The route table. Each resource family declares its operations once (path, input schemas,
@@ -84,8 +84,6 @@ export function route<B extends z.ZodType = z.ZodObject<{}>, Q extends z.ZodType
   return def as unknown as RouteDef;
 }
 
-const UTR_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
-
 function readId(def: IdParam, query: Record<string, unknown>, body: Record<string, unknown>): number | string {
   const raw = query[def.name] ?? body[def.name];
   const value = Array.isArray(raw) ? raw[0] : raw;
@@ -98,7 +96,7 @@ function readId(def: IdParam, query: Record<string, unknown>, body: Record<strin
   if (typeof value !== 'string' && typeof value !== 'number') throw def.notFound();
   const text = String(value);
   if (def.kind === 'utr') {
-    if (!UTR_PATTERN.test(text)) throw def.notFound();
+    if (!isUtr(text)) throw def.notFound();
     return text;
   }
   // Written as body ids are (see toNumber: `007` is 7); anything that is not a positive
@@ -235,8 +233,4 @@ export function mountFallbacks(app: Express, defs: RouteDef[]): void {
     const methods = allowed.get(req.path.replace(/\/+$/, '') || '/');
     next(methods ? methodNotAllowed([...methods]) : routeNotFound());
   });
-}
-
-export function isAppError(e: unknown): e is AppError {
-  return e instanceof AppError;
 }

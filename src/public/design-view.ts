@@ -1,6 +1,6 @@
 import type { Express } from 'express';
+import { isUtr } from '../http/fields';
 import type { Deps } from '../context';
-import { isUtr } from '../resources/shared/crud';
 import { pageErrors, sendPage } from './page';
 
 /**

@@ -10,7 +10,7 @@ import {
   senderIdMessages,
 } from '../../src/resources/senders/senders.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
-import { waitFor } from '../faults/lib/processes';
+import { waitFor } from '../helpers/wait';
 import { expectAuthMissing, expectNF1, expectSuccess, expectSuccessInErrors, expectVal } from '../helpers/expect';
 
 const { app, db, config, mailer } = setupApp();

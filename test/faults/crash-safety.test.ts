@@ -31,7 +31,8 @@ import {
   waitForCompleted,
   waitForWorkerSessionsGone,
 } from './lib/campaign';
-import { heraldEnv, requireBuilt, sleep, startWorker, useChildren, waitFor } from './lib/processes';
+import { patient, sleep, waitFor } from '../helpers/wait';
+import { heraldEnv, requireBuilt, startWorker, useChildren } from './lib/processes';
 import { startSink, type Sink } from './lib/sink';
 
 requireBuilt();
@@ -42,7 +43,7 @@ const BATCH = 50;
 const SEND_RECIPIENTS = 10_000;
 const AUTOMATION_CONTACTS = 2_000;
 /** Each scenario takes 10–25 s alone; the bounded waits inside fail first, with a message. */
-const SCENARIO_MS = 120_000;
+const SCENARIO_MS = patient(120_000);
 
 let sink: Sink;
 let a: TestAccount;
@@ -85,7 +86,7 @@ describe('a worker SIGKILLed in the middle of a 10,000-recipient single send', (
 
     await waitFor('30 % of the send to reach the sink', async () => sink.accepted.length >= killAt, {
       timeoutMs: 45_000,
-      everyMs: 5,
+      intervalMs: 5,
       describe: async () => `sink has ${sink.accepted.length}; rows ${JSON.stringify(await deliveryStatuses(db, where))}\n${first.output()}`,
     });
     first.child.kill('SIGKILL');
@@ -157,7 +158,7 @@ describe('a worker SIGKILLed in the middle of an automation step going to 2,000 
 
     await waitFor('30 % of the automation’s emails to reach the sink', async () => fromAutomation() >= killAt, {
       timeoutMs: 45_000,
-      everyMs: 5,
+      intervalMs: 5,
       describe: async () => `sink has ${fromAutomation()}; rows ${JSON.stringify(await deliveryStatuses(db, where))}\n${first.output()}`,
     });
     first.child.kill('SIGKILL');
@@ -187,7 +188,7 @@ describe('a worker SIGKILLed in the middle of an automation step going to 2,000 
       },
       {
         timeoutMs: 60_000,
-        everyMs: 200,
+        intervalMs: 200,
         describe: async () => `rows ${JSON.stringify(await deliveryStatuses(db, where))}\n${second.output()}`,
       },
     );

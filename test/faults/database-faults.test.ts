@@ -30,7 +30,7 @@ import { prepare, startCluster, type RestartableCluster } from './lib-db/databas
 import { figure, printFigures } from './lib-db/figures';
 import { captureLog } from './lib-db/log';
 import { startFaultySmtp, type FaultySmtp } from './lib-db/smtp';
-import { sleep, waitFor } from './lib-db/wait';
+import { patient, sleep, waitFor } from '../helpers/wait';
 
 /** No request may take longer than this during an outage (connections give up after 5 s). */
 const MAX_LATENCY_MS = 7000;
@@ -76,7 +76,7 @@ beforeAll(async () => {
   await prepare(db);
   app = createApp({ config, db, logger: createLogger('silent'), mailer: memoryMailer() });
   a = await makeAccount(db, 'Database faults');
-}, 60_000);
+}, patient(60_000));
 
 afterAll(async () => {
   figure('knex connection warnings printed to stdout (console.log)', knexWarnings);
@@ -85,7 +85,7 @@ afterAll(async () => {
   await sink?.close();
   await db?.destroy();
   await cluster?.destroy();
-}, 30_000);
+}, patient(30_000));
 
 interface Call {
   kind: 'GET' | 'POST';

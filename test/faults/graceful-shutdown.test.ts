@@ -10,7 +10,8 @@ import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { isolatedUrl } from '../setup/isolated';
 import { freePort } from '../helpers/net';
 import { addressesIn, bulkContacts, createSend, deliveryStatuses, few, minus, NONE, report, waitForCompleted } from './lib/campaign';
-import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, waitFor, type Exit } from './lib/processes';
+import { patient, waitFor } from '../helpers/wait';
+import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, type Exit } from './lib/processes';
 import { startSink, type Sink } from './lib/sink';
 import { uploadCsv, type UploadResult } from './lib/upload';
 
@@ -20,7 +21,7 @@ useChildren();
 const { app, db } = setupApp({}, 'shutdown');
 const databaseUrl = isolatedUrl(testDatabaseUrl(), 'shutdown');
 /** Each scenario takes 2–10 s alone; the bounded waits inside fail first, with a message. */
-const SCENARIO_MS = 120_000;
+const SCENARIO_MS = patient(120_000);
 
 let sink: Sink;
 let a: TestAccount;
@@ -50,7 +51,7 @@ describe('SIGTERM to a worker process during a send', () => {
     const mine = (m: { to: string }) => m.to.endsWith('@shutdown.test');
     await waitFor('a quarter of the send to reach the sink', async () => sink.accepted.filter(mine).length >= signalAt, {
       timeoutMs: 30_000,
-      everyMs: 5,
+      intervalMs: 5,
       describe: async () => `rows ${JSON.stringify(await deliveryStatuses(db, where))}\n${worker.output()}`,
     });
     const atSignal = await deliveryStatuses(db, where);
@@ -129,7 +130,7 @@ describe('SIGTERM to an API process during a 200,000-row CSV import', () => {
     });
     await waitFor(`the moment to signal (${label})`, () => signalWhen({ rowsWritten, typeId }), {
       timeoutMs: 30_000,
-      everyMs: 10,
+      intervalMs: 10,
       describe: () => server.output(),
     });
     const exitPromise = server.signalAndWait('SIGTERM', 40_000);

@@ -14,6 +14,7 @@ import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { isolatedUrl } from '../setup/isolated';
 import { freePort } from '../helpers/net';
 import { bulkContacts, createSend, deliveryStatuses, few, minus, NONE, report, waitForCompleted } from './lib/campaign';
+import { patient } from '../helpers/wait';
 import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, type Proc } from './lib/processes';
 import { startSink, type Sink } from './lib/sink';
 
@@ -24,7 +25,7 @@ const { app, db } = setupApp({}, 'workers');
 const databaseUrl = isolatedUrl(testDatabaseUrl(), 'workers');
 const WORKERS = 3;
 /** Each scenario takes 3–15 s alone; the bounded waits inside fail first, with a message. */
-const SCENARIO_MS = 120_000;
+const SCENARIO_MS = patient(120_000);
 
 let sink: Sink;
 let a: TestAccount;

@@ -22,7 +22,7 @@ import { freePort } from '../helpers/net';
 import { freshDatabase, type FreshDatabase } from './lib-db/database';
 import { figure, printFigures } from './lib-db/figures';
 import { recordingMailer, startFaultySmtp, type Attempt, type FaultySmtp, type RecordingMailer } from './lib-db/smtp';
-import { sleep, waitFor } from './lib-db/wait';
+import { patient, sleep, waitFor } from '../helpers/wait';
 
 const RETRY_BASE_MS = 100;
 const SMTP_TIMEOUT_MS = 1000;
@@ -57,7 +57,7 @@ beforeAll(async () => {
   a = await makeAccount(db, 'SMTP faults');
   sender = await makeSender(db, a);
   group = await makeGroup(db, a);
-}, 60_000);
+}, patient(60_000));
 
 afterEach(async () => {
   await running.worker?.stop();

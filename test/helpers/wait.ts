@@ -12,8 +12,17 @@ export interface WaitOptions {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Every bound on waiting is multiplied by TEST_PATIENCE (default 3; jest.config.js scales its
+ * test timeout the same way). A bound says "this will happen, give up if it never does", not
+ * how fast it must happen: on a loaded machine (a benchmark beside the suite) the same work
+ * takes several times longer, and a test must not fail for that.
+ */
+export const PATIENCE = Math.max(1, Number(process.env.TEST_PATIENCE ?? 3));
+export const patient = (ms: number) => ms * PATIENCE;
+
 export async function waitFor<T>(what: string, check: () => Promise<T> | T, opts: WaitOptions = {}): Promise<NonNullable<T>> {
-  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const timeoutMs = patient(opts.timeoutMs ?? 30_000);
   const started = Date.now();
   let lastError: unknown;
   for (;;) {

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
-import { MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../notifications/events';
-import { isUtr, lockByKeys, scoped } from '../shared/crud';
+import { lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
 
 export const LIVE_REFUSED = 'Unsubscribe group require to live automation';

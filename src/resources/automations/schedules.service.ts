@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { isUtr } from '../../http/fields';
 import type { Config } from '../../config';
 import type { Ctx } from '../../context';
 import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
-import { isUtr } from '../shared/crud';
 import { findAutomation } from './automations.service';
 import type { CreateScheduleInput } from './automations.schemas';
+import { checkDesignSource } from '../shared/design-rules';
 
 const COLUMNS = [
   'id',
@@ -55,9 +56,7 @@ export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Prom
     if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
     const template = await trx('templates').where({ id: input.template_id }).first('id');
     if (!template) errors.template_id = ['The selected template id is invalid.'];
-    if (input.template_json && input.template_html) {
-      errors.template_html = ['The template html field is prohibited when template json is present.'];
-    }
+    checkDesignSource(input, errors);
     if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
       errors.waiting_period = ['The waiting period must be at least 1.'];
     }

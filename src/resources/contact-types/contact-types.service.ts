@@ -3,16 +3,12 @@ import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { prepare, runPrepared } from '../../db/prepared';
-import { deleteById, findOrFail, scoped } from '../shared/crud';
+import { deleteById, findOrFail, liveRows, scoped } from '../shared/crud';
 import { bumpContactsVersion } from '../contacts/contacts-version';
 import type { ContactTypeInput } from './contact-types.schemas';
 
 const TABLE = 'contact_types';
 const COLUMNS = ['id', 'user_id', 'name', 'deleted_at', 'created_at', 'updated_at'].map((c) => `ct.${c}`);
-
-function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
-  return db(`${TABLE} as ct`).where('ct.user_id', ctx.userId).whereNull('ct.deleted_at');
-}
 
 /**
  * Newest first, each with `contacts_count`: a correlated count per listed type, answered
@@ -24,7 +20,7 @@ export function contactTypesQuery(ctx: Ctx): Knex.QueryBuilder {
     .whereRaw('c.contact_type_id = ct.id')
     .whereNull('c.deleted_at')
     .as('contacts_count');
-  return live(ctx).select([...COLUMNS, count]).orderBy('ct.id', 'desc');
+  return liveRows(ctx, `${TABLE} as ct`).select([...COLUMNS, count]).orderBy('ct.id', 'desc');
 }
 
 /** The whole list (no paging), the one every client polls: a prepared statement (db/prepared.ts). */
@@ -32,16 +28,16 @@ const LIST = prepare('contact_types_list', ['userId'], (db, p) => contactTypesQu
 
 export async function listContactTypes(ctx: Ctx, paging?: Paging): Promise<Listed<Record<string, unknown>>> {
   if (!paging) return { rows: await runPrepared(ctx.db, LIST, { userId: ctx.userId }) };
-  return listRows(contactTypesQuery(ctx), live(ctx), paging);
+  return listRows(contactTypesQuery(ctx), liveRows(ctx, `${TABLE} as ct`), paging);
 }
 
 export function getContactType(ctx: Ctx, id: number) {
-  return findOrFail(live(ctx).where('ct.id', id).select(COLUMNS), notFound1);
+  return findOrFail(liveRows(ctx, `${TABLE} as ct`).where('ct.id', id).select(COLUMNS), notFound1);
 }
 
 /** Names are unique per account among live types, compared case-insensitively. */
 async function assertNameFree(trx: Knex.Transaction, ctx: Ctx, name: string, exceptId?: number): Promise<void> {
-  const taken = live(ctx, trx).whereRaw('lower(ct.name) = lower(?)', [name]);
+  const taken = liveRows(ctx, `${TABLE} as ct`, trx).whereRaw('lower(ct.name) = lower(?)', [name]);
   if (exceptId) taken.whereNot('ct.id', exceptId);
   if (await taken.first('ct.id')) throw invalid({ name: ['The name has already been taken.'] });
 }
@@ -56,7 +52,7 @@ export function addContactType(ctx: Ctx, input: ContactTypeInput): Promise<numbe
 
 export function updateContactType(ctx: Ctx, id: number, input: ContactTypeInput): Promise<void> {
   return ctx.db.transaction(async (trx) => {
-    await findOrFail(live(ctx, trx).where('ct.id', id).forUpdate().select('ct.id'), notFound1);
+    await findOrFail(liveRows(ctx, `${TABLE} as ct`, trx).where('ct.id', id).forUpdate().select('ct.id'), notFound1);
     await assertNameFree(trx, ctx, input.name, id);
     await scoped(ctx, TABLE, trx).where({ id }).update({ name: input.name, updated_at: trx.fn.now() });
   });

@@ -29,10 +29,6 @@ export const addContactBody = z.looseObject({
 });
 export type AddContactInput = z.infer<typeof addContactBody>;
 
-export const updateContactBody = addContactBody.extend({ contact_id: id() });
-export type UpdateContactInput = z.infer<typeof updateContactBody>;
-
-export const uploadCsvBody = z.object({ contact_type_id: id() });
 
 const customFieldValue = z.strictObject({ field_name: z.string(), field_value: z.string().nullable() });
 

@@ -8,8 +8,7 @@ import { deleteByIds, scoped } from '../shared/crud';
 import type { AddContactInput } from './contacts.schemas';
 import { bumpContactsVersion } from './contacts-version';
 import { checkCustomValue, customFieldsQuery, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
-
-const ADDRESS = ['state', 'city', 'address_line1', 'address_line2', 'state_province_region', 'postal_code'] as const;
+import { ADDRESS_COLUMNS } from './contact-columns';
 
 interface ContactRow {
   id: number;
@@ -47,7 +46,7 @@ const COLUMNS = [
   'c.alt_email',
   'c.country_id',
   'co.name as country_name',
-  ...ADDRESS.map((a) => `c.${a}`),
+  ...ADDRESS_COLUMNS.map((a) => `c.${a}`),
   'c.custom_fields',
   'c.deleted_at',
   'c.created_at',
@@ -228,7 +227,7 @@ function columns(input: AddContactInput) {
     email: input.email,
     alt_email: input.alt_email ?? null,
     country_id: input.country,
-    ...Object.fromEntries(ADDRESS.map((a) => [a, input[a] ?? ''])),
+    ...Object.fromEntries(ADDRESS_COLUMNS.map((a) => [a, input[a] ?? ''])),
   };
 }
 

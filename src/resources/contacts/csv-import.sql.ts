@@ -1,4 +1,4 @@
-import { TEXT_COLUMNS } from './csv-rows';
+import { TEXT_COLUMNS } from './contact-columns';
 
 /**
  * SQL of the CSV import (csv-import.service.ts has the flow; bench/README.md the figures).

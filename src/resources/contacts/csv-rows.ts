@@ -2,6 +2,7 @@ import { invalid } from '../../http/errors';
 import { EMAIL_PATTERN, isEmail } from '../../http/fields';
 import { bytesOf, isAscii, textOf, trimBytes } from './byte-strings';
 import { checkCustomValue, type CustomField } from './custom-values';
+import { TEXT_COLUMNS } from './contact-columns';
 
 /**
  * The row checks of the CSV import: which column is which (by header), and whether a record
@@ -10,17 +11,6 @@ import { checkCustomValue, type CustomField } from './custom-values';
  * access here; row-router.ts decides where each line goes.
  */
 
-/** Columns a CSV may set besides email, alt email and country, in the order contacts and staging list them. */
-export const TEXT_COLUMNS = [
-  'first_name',
-  'last_name',
-  'state',
-  'city',
-  'address_line1',
-  'address_line2',
-  'state_province_region',
-  'postal_code',
-] as const;
 type TextColumn = (typeof TEXT_COLUMNS)[number];
 
 const TEXT_MAX = 255;

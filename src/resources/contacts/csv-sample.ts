@@ -1,20 +1,7 @@
 import type { Ctx } from '../../context';
 import { loadCustomFields } from './custom-values';
+import { RESERVED_COLUMNS } from './contact-columns';
 
-/** The reserved contact columns, in the order a CSV header lists them. */
-export const RESERVED_COLUMNS = [
-  'first_name',
-  'last_name',
-  'email',
-  'alt_email',
-  'country',
-  'state',
-  'city',
-  'address_line1',
-  'address_line2',
-  'state_province_region',
-  'postal_code',
-];
 
 const EXAMPLE: Record<string, string> = {
   first_name: 'Ada',

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { FieldErrors } from '../../http/errors';
+import { TEXT_COLUMNS } from '../contacts/contact-columns';
 
 /**
  * Segment rules → one SQL predicate over a contacts row (alias `c`). Rules are validated
@@ -113,20 +114,14 @@ export function parseRules(input: RuleInput, fields: Map<number, RuleField>): { 
   return Object.keys(errors).length ? { errors } : { rules };
 }
 
-const RESERVED_COLUMNS: Record<string, string> = {
-  first_name: 'c.first_name',
-  last_name: 'c.last_name',
+/** The SQL expression of each reserved field (contact-columns.ts names them). */
+const RESERVED_EXPRESSIONS: Record<string, string> = {
+  ...Object.fromEntries(TEXT_COLUMNS.map((col) => [col, `c.${col}`])),
   email: 'c.email',
   alt_email: "coalesce(c.alt_email, '')",
   // Rules on the country compare its name, as the contact list shows it (text rules take
   // the faster, equivalent form of countryPredicate).
   country: "coalesce((SELECT co.name FROM countries co WHERE co.id = c.country_id), '')",
-  state: 'c.state',
-  city: 'c.city',
-  address_line1: 'c.address_line1',
-  address_line2: 'c.address_line2',
-  state_province_region: 'c.state_province_region',
-  postal_code: 'c.postal_code',
 };
 
 /**
@@ -134,7 +129,7 @@ const RESERVED_COLUMNS: Record<string, string> = {
  * validated by type on the way in, so the casts cannot fail.
  */
 function column(field: RuleField): string {
-  if (field.is_reserved) return RESERVED_COLUMNS[field.field_name] ?? "''";
+  if (field.is_reserved) return RESERVED_EXPRESSIONS[field.field_name] ?? "''";
   const raw = `(c.custom_fields ->> '${field.id}')`;
   if (field.field_type === 'number') return `${raw}::numeric`;
   if (field.field_type === 'datetime-local') return `${raw}::timestamp`;

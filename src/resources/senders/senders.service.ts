@@ -6,7 +6,7 @@ import { escapeHtml, sendSystemMail, systemMailHtml, type SystemMailDeps } from 
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../notifications/events';
-import { findOrFail, scoped } from '../shared/crud';
+import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
 
 const TABLE = 'senders';
@@ -50,10 +50,6 @@ function toRecord(row: SenderRow): SenderRecord {
 }
 
 /** The account's senders that are not deleted. */
-function liveSenders(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
-  return scoped(ctx, TABLE, db).whereNull(`${TABLE}.deleted_at`);
-}
-
 function isUtrClash(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string };
   return e?.code === '23505' && e.constraint === UTR_CONSTRAINT;
@@ -150,20 +146,20 @@ async function mailVerificationBestEffort(
     mail.logger.warn({ sender: sender.id, err: (err as Error).message }, 'sender verification mail could not be sent');
     return;
   }
-  await liveSenders(ctx)
+  await liveRows(ctx, TABLE)
     .where({ id: sender.id, verify_token_hash: token.hash })
     .update({ send_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
 }
 
 /** Newest first. */
 export async function listSenders(ctx: Ctx, paging?: Paging) {
-  const base = liveSenders(ctx);
+  const base = liveRows(ctx, TABLE);
   const listed = await listRows<SenderRow>(base.clone().select(COLUMNS).orderBy(`${TABLE}.id`, 'desc'), base, paging);
   return { ...listed, rows: listed.rows.map(toRecord) };
 }
 
 export async function findSender(ctx: Ctx, id: number): Promise<SenderRecord> {
-  const row = await findOrFail<SenderRow>(liveSenders(ctx).where(`${TABLE}.id`, id).select(COLUMNS), notFound1);
+  const row = await findOrFail<SenderRow>(liveRows(ctx, TABLE).where(`${TABLE}.id`, id).select(COLUMNS), notFound1);
   return toRecord(row);
 }
 
@@ -199,12 +195,12 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
   const token = newVerificationToken();
   const emailChanged = await ctx.db.transaction(async (trx) => {
     const current = await findOrFail<Pick<SenderRow, 'from_email'>>(
-      liveSenders(ctx, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.from_email`),
+      liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.from_email`),
       notFound1,
     );
     await checkPlaces(trx, input);
     const changed = current.from_email.toLowerCase() !== input.from_email.toLowerCase();
-    await liveSenders(ctx, trx)
+    await liveRows(ctx, TABLE, trx)
       .where(`${TABLE}.id`, id)
       .update({
         ...columns(input),
@@ -225,7 +221,7 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
  */
 export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
   await ctx.db.transaction(async (trx) => {
-    await findOrFail(liveSenders(ctx, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
+    await findOrFail(liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
     const inUse = await scoped(ctx, 'single_sends', trx)
       .where('single_sends.sender_id', id)
       .whereIn('single_sends.status', [1, 2])
@@ -241,7 +237,7 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
       .whereNull('automations.deleted_at')
       .first('automation_schedules.id');
     if (inAutomation) throw refused(IN_USE_BY_AUTOMATION);
-    await liveSenders(ctx, trx)
+    await liveRows(ctx, TABLE, trx)
       .where(`${TABLE}.id`, id)
       .update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
   });
@@ -261,7 +257,7 @@ export async function resendVerification(ctx: Ctx, mail: SystemMailDeps, id: num
     mail.logger.warn({ sender: id, err: (err as Error).message }, 'sender verification mail could not be sent');
     throw new AppError(503, MAIL_FAILED, { 'Retry-After': '60' });
   }
-  const changed = await liveSenders(ctx)
+  const changed = await liveRows(ctx, TABLE)
     .where(`${TABLE}.id`, id)
     .update({ verify_token_hash: token.hash, send_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
   if (!changed) throw notFound1();
@@ -277,7 +273,7 @@ export async function findVerifiedSender(
   id: number,
   opts: { db?: Knex; lock?: boolean } = {},
 ): Promise<SenderRecord | 'missing' | 'unverified'> {
-  const q = liveSenders(ctx, opts.db ?? ctx.db).where(`${TABLE}.id`, id).select(COLUMNS);
+  const q = liveRows(ctx, TABLE, opts.db ?? ctx.db).where(`${TABLE}.id`, id).select(COLUMNS);
   if (opts.lock) q.forShare();
   const row = (await q.first()) as SenderRow | undefined;
   if (!row) return 'missing';

@@ -1,11 +1,20 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import type { NotFound } from '../../http/errors';
-import { MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT } from '../../http/fields';
 
 /** The account's rows of a tenant table: every service query starts here. */
 export function scoped(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.QueryBuilder {
   return db(table).where(`${table}.user_id`, ctx.userId);
+}
+
+/**
+ * The account's rows of a soft-deleting table that are not deleted (DESIGN §2). `table` may
+ * carry an alias, e.g. `'single_sends as s'`.
+ */
+export function liveRows(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.QueryBuilder {
+  const name = table.split(/\s+as\s+/i).pop()!;
+  return db(table).where(`${name}.user_id`, ctx.userId).whereNull(`${name}.deleted_at`);
 }
 
 export interface DeleteOptions {
@@ -14,10 +23,6 @@ export interface DeleteOptions {
   soft?: boolean;
   /** Extra work in the same transaction (e.g. cascading a soft delete). */
   after?: (trx: Knex.Transaction, ids: number[]) => Promise<void>;
-}
-
-function live(qb: Knex.QueryBuilder, table: string, soft?: boolean): Knex.QueryBuilder {
-  return soft ? qb.whereNull(`${table}.deleted_at`) : qb;
 }
 
 /** Parses bulk ids; anything that cannot be one of our integer ids means "not found". */
@@ -38,7 +43,7 @@ export function parseIds(values: unknown[], notFound: NotFound): number[] {
  */
 export async function deleteByIds(ctx: Ctx, table: string, ids: number[], opts: DeleteOptions): Promise<void> {
   await ctx.db.transaction(async (trx) => {
-    const found = await live(scoped(ctx, table, trx).whereIn(`${table}.id`, ids), table, opts.soft)
+    const found = await (opts.soft ? liveRows(ctx, table, trx) : scoped(ctx, table, trx)).whereIn(`${table}.id`, ids)
       .forUpdate()
       .pluck(`${table}.id`);
     if (found.length !== ids.length) throw opts.notFound();
@@ -61,13 +66,6 @@ export async function findOrFail<T>(
   const row = (await qb.first()) as T | undefined;
   if (!row) throw notFound();
   return row;
-}
-
-/** Public identifiers of single sends, automations and their emails. */
-export const UTR_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUtr(value: string): boolean {
-  return UTR_PATTERN.test(value);
 }
 
 /**

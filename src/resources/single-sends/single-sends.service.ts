@@ -4,12 +4,13 @@ import type { Ctx } from '../../context';
 import { secret } from '../../db/secrets';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
-import { MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT } from '../../http/fields';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
-import { isUtr, lockByKeys, scoped } from '../shared/crud';
+import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
+import { checkDesignSource } from '../shared/design-rules';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
@@ -55,10 +56,6 @@ export interface SingleSendRow {
 }
 
 /** The account's live single sends (alias `s`). */
-function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
-  return db('single_sends as s').where('s.user_id', ctx.userId).whereNull('s.deleted_at');
-}
-
 /**
  * `unique_open_token`: recipient key (the address, lower-cased) → open token, only for the
  * recipients who opened; one indexed subquery per listed send (deliveries_opened_index),
@@ -121,14 +118,14 @@ export function toRecord(row: SingleSendRow) {
 }
 
 export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
-  const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, live(ctx)).orderBy('s.id', 'desc'), live(ctx), paging);
+  const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).orderBy('s.id', 'desc'), liveRows(ctx, 'single_sends as s'), paging);
   return { ...listed, rows: (await signOpenTokens(ctx, listed.rows)).map(toRecord) };
 }
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
 export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock = false): Promise<SingleSendRow> {
   if (!isUtr(utr)) throw notFound2();
-  const q = live(ctx, db).where('s.utr', utr.toLowerCase()).first('s.*');
+  const q = liveRows(ctx, 'single_sends as s', db).where('s.utr', utr.toLowerCase()).first('s.*');
   if (lock) q.forUpdate();
   const row = (await q) as SingleSendRow | undefined;
   if (!row) throw notFound2();
@@ -137,7 +134,7 @@ export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock =
 
 export async function getSingleSend(ctx: Ctx, utr: string) {
   if (!isUtr(utr)) throw notFound2();
-  const row = (await withOpenTokens(ctx, live(ctx)).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
+  const row = (await withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
   if (!row) throw notFound2();
   return toRecord((await signOpenTokens(ctx, [row]))[0]);
 }
@@ -202,9 +199,7 @@ function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: str
  */
 async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendInput) {
   const errors: FieldErrors = {};
-  if (input.template_json && input.template_html) {
-    errors.template_html = ['The template html field is prohibited when template json is present.'];
-  }
+  checkDesignSource(input, errors);
   const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
   const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
   const schedule = checkSchedule(input, errors);

@@ -1,9 +1,8 @@
 import { randomInt } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
-import { deleteByIds, findOrFail, scoped } from '../shared/crud';
+import { deleteByIds, findOrFail, liveRows, scoped } from '../shared/crud';
 import type { GroupRecord, ManuallyAddInput, SaveGroupInput } from './unsubscribe-groups.schemas';
 
 const GROUPS = 'unsubscribe_groups';
@@ -21,10 +20,6 @@ const RAND_ID_CONSTRAINT = 'unsubscribe_groups_rand_id_unique';
  * The account's groups that are not deleted. A deleted group keeps its row (old emails'
  * unsubscribe pages still resolve it) but is gone from everything the API shows.
  */
-function liveGroups(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
-  return scoped(ctx, GROUPS, db).whereNull(`${GROUPS}.deleted_at`);
-}
-
 function randomDigits(n: number): string {
   let out = '';
   for (let i = 0; i < n; i += 1) out += String(randomInt(10));
@@ -38,7 +33,7 @@ function isRandIdClash(err: unknown): boolean {
 
 /** Newest first, each with its recipient count counted in SQL (only for the rows returned). */
 export function listGroups(ctx: Ctx, paging?: Paging) {
-  const base = liveGroups(ctx);
+  const base = liveRows(ctx, GROUPS);
   const count = ctx.db.raw(
     `(SELECT count(*)::int FROM ${RECIPIENTS} r WHERE r.unsubscribe_groups_id = ${GROUPS}.id) AS unsubscribe_clients_count`,
   );
@@ -59,11 +54,11 @@ export async function saveGroup(ctx: Ctx, input: SaveGroupInput): Promise<void> 
 }
 
 export function findGroup(ctx: Ctx, id: number): Promise<GroupRecord> {
-  return findOrFail<GroupRecord>(liveGroups(ctx).where(`${GROUPS}.id`, id).select(GROUP_COLUMNS), notFound1);
+  return findOrFail<GroupRecord>(liveRows(ctx, GROUPS).where(`${GROUPS}.id`, id).select(GROUP_COLUMNS), notFound1);
 }
 
 export async function updateGroup(ctx: Ctx, id: number, input: SaveGroupInput): Promise<void> {
-  const changed = await liveGroups(ctx)
+  const changed = await liveRows(ctx, GROUPS)
     .where(`${GROUPS}.id`, id)
     .update({ ...input, updated_at: ctx.db.fn.now() });
   if (!changed) throw notFound1();
@@ -81,7 +76,7 @@ export function deleteGroup(ctx: Ctx, id: number): Promise<void> {
  */
 export async function addRecipients(ctx: Ctx, input: ManuallyAddInput): Promise<void> {
   await ctx.db.transaction(async (trx) => {
-    const group = await liveGroups(ctx, trx).where(`${GROUPS}.id`, input.unsubscribe_groups_id).forShare().first(`${GROUPS}.id`);
+    const group = await liveRows(ctx, GROUPS, trx).where(`${GROUPS}.id`, input.unsubscribe_groups_id).forShare().first(`${GROUPS}.id`);
     if (!group) throw invalid({ unsubscribe_groups_id: ['The selected unsubscribe groups id is invalid.'] });
     await trx.raw(
       `INSERT INTO ${RECIPIENTS} (user_id, unsubscribe_groups_id, email_address)
@@ -94,7 +89,7 @@ export async function addRecipients(ctx: Ctx, input: ManuallyAddInput): Promise<
 
 /** A live group's recipients, newest first; an unknown or deleted group is not found. */
 export async function listRecipients(ctx: Ctx, groupId: number, paging?: Paging) {
-  await findOrFail(liveGroups(ctx).where(`${GROUPS}.id`, groupId).select(`${GROUPS}.id`), notFound1);
+  await findOrFail(liveRows(ctx, GROUPS).where(`${GROUPS}.id`, groupId).select(`${GROUPS}.id`), notFound1);
   const base = scoped(ctx, RECIPIENTS).where(`${RECIPIENTS}.unsubscribe_groups_id`, groupId);
   return listRows(base.clone().select(RECIPIENT_COLUMNS).orderBy(`${RECIPIENTS}.id`, 'desc'), base, paging);
 }
@@ -107,7 +102,7 @@ export async function deleteRecipients(ctx: Ctx, ids: number[]): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const found = await scoped(ctx, RECIPIENTS, trx)
       .whereIn(`${RECIPIENTS}.id`, ids)
-      .whereExists(liveGroups(ctx, trx).select(trx.raw('1')).whereRaw(`${GROUPS}.id = ${RECIPIENTS}.unsubscribe_groups_id`))
+      .whereExists(liveRows(ctx, GROUPS, trx).select(trx.raw('1')).whereRaw(`${GROUPS}.id = ${RECIPIENTS}.unsubscribe_groups_id`))
       .forUpdate()
       .pluck(`${RECIPIENTS}.id`);
     if (found.length !== ids.length) throw notFound1();

@@ -8,7 +8,6 @@ export const saveUnsubscribersBody = z.object({
     example: 'a@example.com, b@example.org',
   }),
 });
-export type SaveUnsubscribersInput = z.infer<typeof saveUnsubscribersBody>;
 
 export const unsubscriberRecord = z.strictObject({
   id: intId(),

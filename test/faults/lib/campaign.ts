@@ -2,7 +2,7 @@ import type { Express } from 'express';
 import type { Knex } from 'knex';
 import { api, type TestAccount } from '../../helpers/app';
 import { expectSuccess } from '../../helpers/expect';
-import { waitFor } from './processes';
+import { waitFor } from '../../helpers/wait';
 
 /**
  * Sends and automations for the fault tests, created through the API (in-process app on the
@@ -98,7 +98,7 @@ export async function addressesIn(db: Knex, where: Record<string, number>, statu
 export async function waitForCompleted(db: Knex, sendId: number, timeoutMs: number): Promise<void> {
   await waitFor('the send to reach status 3 (completed)', async () => (await db('single_sends').where({ id: sendId }).first('status')).status === 3, {
     timeoutMs,
-    everyMs: 200,
+    intervalMs: 200,
     describe: async () => {
       const s = await db('single_sends').where({ id: sendId }).first('status', 'triggered', 'delivered', 'bounces', 'fanout_done_at');
       return `send: ${JSON.stringify(s)}; rows: ${JSON.stringify(await deliveryStatuses(db, { single_send_id: sendId }))}`;
@@ -120,7 +120,7 @@ export async function waitForWorkerSessionsGone(db: Knex, timeoutMs = 10_000): P
           await db.raw(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'herald-worker'`)
         ).rows[0].n,
       ) === 0,
-    { timeoutMs, everyMs: 25 },
+    { timeoutMs, intervalMs: 25 },
   );
 }
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { patient, sleep } from '../../helpers/wait';
 
 /**
  * Herald as an operator runs it, for the fault tests: the compiled CLI (`node bin/herald.js
@@ -144,7 +145,7 @@ export function spawnNode(name: string, script: string, args: string[], opts: Sp
       if (done) throw new Error(`${name} had already exited. Output:\n${output}`);
       child.kill(signal);
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), patient(timeoutMs))));
       const result = await Promise.race([exited, timedOut]);
       clearTimeout(timer);
       if (result === 'timeout') {
@@ -228,25 +229,3 @@ export function startServe(name: string, env: Record<string, string>): Proc & { 
   return Object.assign(proc, { ready, url });
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/**
- * Polls `fn` until it returns a value that is not undefined/false, every `everyMs`, at most
- * `timeoutMs`; the error names `what` and the last value `describe` gives.
- */
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  opts: { timeoutMs: number; everyMs?: number; describe?: () => Promise<string> | string },
-): Promise<T> {
-  const deadline = Date.now() + opts.timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > deadline) {
-      const detail = opts.describe ? `\n${await opts.describe()}` : '';
-      throw new Error(`Timed out after ${opts.timeoutMs} ms waiting for ${what}.${detail}`);
-    }
-    await sleep(opts.everyMs ?? 50);
-  }
-}
