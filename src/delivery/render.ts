@@ -1,6 +1,6 @@
-import { escapeHtml } from './system-mail';
-import { headerSafe, messageWriter } from './mime';
-import { htmlToText } from './text';
+import { escapeHtml } from '../mail/escape-html';
+import { headerSafe, messageWriter } from '../mail/mime';
+import { htmlToText } from '../mail/text';
 
 /**
  * Rendering: each design is compiled once per send into literal pieces and placeholder

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
-import { recordEvent, type EventDeps } from '../notifications/events';
+import { recordEvent, type EventDeps } from '../events/account-events';
 import { chunkSize, fanOutChunk, type AudienceRef, type FanoutCursor } from './audience';
 
 /**
