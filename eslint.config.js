@@ -2,6 +2,60 @@ const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 const globals = require('globals');
 
+/**
+ * Imports go one way (docs/decisions.md, "Import direction"): a folder of src/ may import its own
+ * layer and the layers below, never one above. Type-only imports are allowed (context.ts names the
+ * types of the process-wide dependencies it carries). A top-level file of a layer (config.ts, app.ts…)
+ * is named without `.ts`.
+ */
+const LAYERS = [
+  ['config', 'logger', 'paths', 'context', 'recipient-token'],
+  ['db', 'mail', 'accounts'],
+  ['http'],
+  ['events', 'suppression'],
+  ['resources'],
+  ['delivery'],
+  ['public'],
+  ['app', 'server', 'cli'],
+];
+const TOP_FILES = new Set(['config', 'logger', 'paths', 'context', 'recipient-token', 'app', 'server', 'cli']);
+
+/** One rule per folder (and one per top-level file): the names above it, as seen from its depth. */
+function importDirection() {
+  const configs = [];
+  LAYERS.forEach((layer, i) => {
+    const above = LAYERS.slice(i + 1).flat();
+    if (!above.length) return;
+    for (const name of layer) {
+      // How a file of this folder reaches src/: `./` from src/*.ts, `../` from src/x/*.ts, `../../` from src/resources/x/*.ts.
+      const targets = TOP_FILES.has(name)
+        ? [[`src/${name}.ts`, './']]
+        : [[`src/${name}/*.ts`, '../'], [`src/${name}/*/*.ts`, '../../']];
+      for (const [files, up] of targets) {
+        const prefix = up.replace(/\./g, '\\.');
+        configs.push({
+          files: [files],
+          rules: {
+            '@typescript-eslint/no-restricted-imports': [
+              'error',
+              {
+                patterns: [
+                  {
+                    regex: `^${prefix}(${above.join('|')})(/|$)`,
+                    allowTypeImports: true,
+                    message: `src/${name} may import only its own layer and the ones below it (eslint.config.js LAYERS).`,
+                  },
+                ],
+              },
+            ],
+          },
+        });
+      }
+    }
+  });
+  return configs;
+}
+
 module.exports = tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.scratch/', 'bench/out/'] },
   js.configs.recommended,
@@ -21,4 +75,5 @@ module.exports = tseslint.config(
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     languageOptions: { globals: { ...globals.jest } },
   },
+  ...importDirection(),
 );

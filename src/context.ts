@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { KeyCache } from './accounts/key-cache';
 import type { Config } from './config';
-import type { Mailer } from './delivery/mailer';
+import type { Mailer } from './mail/mailer';
 import type { Logger } from './logger';
 
 /** What every service function receives first: the authenticated account and the database. */

@@ -5,7 +5,7 @@ import { countAccounts, createAccount } from './accounts/accounts.service';
 import { createApp } from './app';
 import type { Config } from './config';
 import { createDb } from './db/knex';
-import { createMailer, type Mailer } from './delivery/mailer';
+import { createMailer, type Mailer } from './mail/mailer';
 import { Worker } from './delivery/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';

@@ -90,7 +90,7 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const send = (i: number) => {
     const v = prepared[i % VARIANTS];
     const to = `${p.prefix}${i}@${p.domain}`;
-    // The call Herald's mailer makes (src/delivery/mailer.ts).
+    // The call Herald's mailer makes (src/mail/mailer.ts).
     if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw, messageId: v.messageId });
     return transport.sendMail({
       from: { name: p.fromName, address: p.fromEmail },

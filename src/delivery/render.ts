@@ -1,6 +1,6 @@
-import { escapeHtml } from './system-mail';
-import { headerSafe, messageWriter } from './mime';
-import { htmlToText } from './text';
+import { escapeHtml } from '../mail/escape-html';
+import { headerSafe, messageWriter } from '../mail/mime';
+import { htmlToText } from '../mail/text';
 import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
 
 /**

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
-import { recordEvent, type EventDeps } from '../notifications/events';
-import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
+import { recordEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 
 /**
  * Single sends through their states: ready (1) and due → running (2) → audience written

@@ -4,7 +4,7 @@ import { secret } from '../db/secrets';
 import type { Logger } from '../logger';
 import { recipientToken } from '../recipient-token';
 import { designKey, type DesignCache } from './designs';
-import { MailError, type Mailer } from './mailer';
+import { MailError, type Mailer } from '../mail/mailer';
 import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
 import type { RecipientData } from './render';
 

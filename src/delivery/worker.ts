@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
-import type { Mailer } from './mailer';
+import type { Mailer } from '../mail/mailer';
 import { completeSends, fanOutSome, startDueSends } from './scheduler';
 import { Sender } from './sender';
 import { GlobalThrottle, Throttle } from './throttle';

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { escapeHtml } from '../delivery/system-mail';
+import { escapeHtml } from '../mail/escape-html';
 
 /**
  * The frame of every recipient-facing page: plain HTML, no JavaScript, readable on a phone,

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import request from 'supertest';
-import { MailError } from '../../src/delivery/mailer';
+import { MailError } from '../../src/mail/mailer';
 import { senderRecord, type SenderRecord } from '../../src/resources/senders/senders.schemas';
 import {
   findVerifiedSender,

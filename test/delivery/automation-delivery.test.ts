@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { smtpMailer } from '../../src/delivery/mailer';
+import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import type { ParsedMail } from 'mailparser';
-import { smtpMailer } from '../../src/delivery/mailer';
+import { smtpMailer } from '../../src/mail/mailer';
 import { eventRecord } from '../../src/resources/notifications/notifications.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';

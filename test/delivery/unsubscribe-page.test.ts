@@ -4,7 +4,7 @@ import type { ParsedMail } from 'mailparser';
 import type { Browser, Page } from 'playwright-core';
 import { CHROMIUM, describeBrowser, launchChromium } from '../helpers/browser';
 import request from 'supertest';
-import { smtpMailer, type Mailer } from '../../src/delivery/mailer';
+import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';

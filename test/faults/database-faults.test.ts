@@ -19,7 +19,7 @@ import request from 'supertest';
 import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createDb } from '../../src/db/knex';
-import { smtpMailer } from '../../src/delivery/mailer';
+import { smtpMailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, type TestAccount } from '../helpers/app';

@@ -1,5 +1,5 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
-import type { Mailer, OutgoingMail } from '../../src/delivery/mailer';
+import type { Mailer, OutgoingMail } from '../../src/mail/mailer';
 
 /** A mailer that keeps what it is given, for tests that read what a recipient would get. */
 export interface MemoryMailer extends Mailer {

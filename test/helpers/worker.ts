@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../src/config';
-import type { Mailer } from '../../src/delivery/mailer';
+import type { Mailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { waitFor } from './wait';

@@ -1,6 +1,6 @@
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { simpleParser } from 'mailparser';
-import { smtpMailer, type Mailer } from '../../src/delivery/mailer';
+import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';

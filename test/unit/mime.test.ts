@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { simpleParser } from 'mailparser';
-import { base64Lines, buildMessage, encodeWord, formatAddress, headerSafe, type MessageParts } from '../../src/delivery/mime';
+import { base64Lines, buildMessage, encodeWord, formatAddress, headerSafe, type MessageParts } from '../../src/mail/mime';
 
 /**
- * The MIME writer every campaign message goes through (src/delivery/mime.ts): what it writes
+ * The MIME writer every campaign message goes through (src/mail/mime.ts): what it writes
  * is read back with mailparser, as a mail client would.
  */
 const parts = (over: Partial<MessageParts> = {}): MessageParts => ({

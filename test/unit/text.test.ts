@@ -1,4 +1,4 @@
-import { htmlToText } from '../../src/delivery/text';
+import { htmlToText } from '../../src/mail/text';
 
 describe('htmlToText (the plain-text part of every message)', () => {
   it('writes a link whose text is its address once, and other links with their address', () => {

@@ -5,7 +5,7 @@ import { toDatetime } from '../../db/types';
 import { isUtr, MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
-import { recordEvent, type EventDeps } from '../../notifications/events';
+import { recordEvent, type EventDeps } from '../../events/account-events';
 import { lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
 

@@ -2,10 +2,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
-import { escapeHtml, sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../delivery/system-mail';
+import { escapeHtml } from '../../mail/escape-html';
+import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/system-mail';
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
-import { recordEvent, type EventDeps } from '../../notifications/events';
+import { recordEvent, type EventDeps } from '../../events/account-events';
 import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
 

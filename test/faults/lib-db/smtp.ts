@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { Mailer, OutgoingMail } from '../../../src/delivery/mailer';
+import type { Mailer, OutgoingMail } from '../../../src/mail/mailer';
 
 /** A message the server answered 250 to after DATA: the only thing that counts as delivered. */
 export interface Accepted {

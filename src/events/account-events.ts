@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { escapeHtml, sendSystemMail, systemMailHtml, type SystemMailDeps } from '../delivery/system-mail';
+import { escapeHtml } from '../mail/escape-html';
+import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../mail/system-mail';
 
 export type EventType =
   | 'single_send.started'

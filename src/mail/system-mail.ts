@@ -2,17 +2,13 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { buildMessage, newMessageId, type Address } from './mime';
 import type { Mailer } from './mailer';
+import { escapeHtml } from './escape-html';
 import { htmlToText } from './text';
 
 export interface SystemMailDeps {
   config: Config;
   mailer: Mailer;
   logger: Logger;
-}
-
-/** Escapes a value for HTML text and attributes; every page and mail Herald writes uses it. */
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }
 
 /** Herald's own mail (sender verification, notifications): one message, sent now. */
