@@ -105,7 +105,13 @@ function serialise(f: CsvFile) {
       text += f.eol;
       line += 1;
     }
-    const cells = row.fields.map(({ value, forceQuote }) => (forceQuote || NEEDS_QUOTES.test(value) ? `"${value.replace(/"/g, '""')}"` : value));
+    // A file that starts with U+FEFF starts with a byte order mark, whatever the generator
+    // meant: a first field starting with one is quoted (csv-parse, given such a short text,
+    // keeps it; the import rightly drops it — fast-check seed -398022808).
+    const atStart = text === '' || text === '\ufeff';
+    const cells = row.fields.map(({ value, forceQuote }, k) =>
+      forceQuote || NEEDS_QUOTES.test(value) || (atStart && k === 0 && value.startsWith('\ufeff')) ? `"${value.replace(/"/g, '""')}"` : value,
+    );
     const content = cells.join(',');
     line += lineBreaks(content);
     // A record of one unquoted empty field is a blank line: skipped.
