@@ -9,7 +9,7 @@ const globals = require('globals');
  * is named without `.ts`.
  */
 const LAYERS = [
-  ['config', 'logger', 'paths', 'context', 'recipient-token'],
+  ['config', 'logger', 'paths', 'context', 'recipient-token', 'states'],
   ['db', 'mail', 'accounts'],
   ['http'],
   ['events', 'suppression'],
@@ -18,7 +18,7 @@ const LAYERS = [
   ['public'],
   ['app', 'server', 'cli'],
 ];
-const TOP_FILES = new Set(['config', 'logger', 'paths', 'context', 'recipient-token', 'app', 'server', 'cli']);
+const TOP_FILES = new Set(['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'app', 'server', 'cli']);
 
 /** One rule per folder (and one per top-level file): the names above it, as seen from its depth. */
 function importDirection() {

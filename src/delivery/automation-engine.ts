@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import { AutomationStatus, AutomationType, ExitCriteria, ProgressState, progressState } from '../states';
 
 /**
  * Automations run in the delivery worker, in two set-based steps per round:
@@ -35,13 +36,17 @@ export function waitSeconds(s: ScheduleStep): number {
   return s.waiting_period * (s.waiting_type === 'days' ? 86_400 : 3600);
 }
 
+const { sql: P } = progressState;
+/** Contacts no longer in the target leave an automation that exits on removal (exit_criteria). */
+const REMOVED = progressState.move(ProgressState.Active, ProgressState.Exited);
+
 interface AutomationTarget {
   id: number;
   user_id: number;
   automation_for: number;
   automation_for_table: 'contacts_' | 'segments_';
-  automation_type: number;
-  exit_criteria: number;
+  automation_type: AutomationType;
+  exit_criteria: ExitCriteria;
   first_live_at: string;
   entry_key: string | null;
   entry_scanned_at: string | null;
@@ -79,25 +84,25 @@ async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<numb
   const firstScan = a.entry_scanned_at === null;
   // A welcome automation's members at go-live never enter; later joiners do.
   const state =
-    a.automation_type === 1 && firstScan
-      ? trx.raw(`CASE WHEN c.created_at <= ? THEN 'skipped' ELSE 'active' END AS state`, [a.first_live_at])
-      : trx.raw(`'active' AS state`);
+    a.automation_type === AutomationType.Welcome && firstScan
+      ? trx.raw(`CASE WHEN c.created_at <= ? THEN ${P.Skipped} ELSE ${P.Active} END AS state`, [a.first_live_at])
+      : trx.raw(`${P.Active} AS state`);
   // The first scan is the automation's first progress rows (entry_scanned_at is set in the same
   // transaction): nothing can conflict, and a plain INSERT costs half of ON CONFLICT's
   // speculative insertion (bench/README.md, "Automation").
   const result = await trx.raw(
     `INSERT INTO automation_contacts (user_id, automation_id, contact_id, email, state, next_schedule_id, next_due_at)
      SELECT ?, ?, m.id, m.email, m.state,
-            CASE WHEN m.state = 'active' THEN ?::integer END,
-            CASE WHEN m.state = 'active' THEN now() + (? * interval '1 second') END
+            CASE WHEN m.state = ${P.Active} THEN ?::integer END,
+            CASE WHEN m.state = ${P.Active} THEN now() + (? * interval '1 second') END
      FROM (?) m
      ${firstScan ? '' : 'ON CONFLICT (automation_id, contact_id, user_id) DO NOTHING'}`,
     [a.user_id, a.id, first?.id ?? null, first ? waitSeconds(first) : 0, target.members.clone().select('c.id', 'c.email', state)],
   );
-  if (a.exit_criteria === 1) {
+  if (a.exit_criteria === ExitCriteria.OnRemoval) {
     await trx.raw(
-      `UPDATE automation_contacts ac SET state = 'exited', exit_reason = 'removed from target', next_schedule_id = NULL, next_due_at = NULL, updated_at = now()
-       WHERE ac.automation_id = ? AND ac.state = 'active' AND NOT EXISTS (?)`,
+      `UPDATE automation_contacts ac SET state = ${REMOVED.toSql}, exit_reason = 'removed from target', next_schedule_id = NULL, next_due_at = NULL, updated_at = now()
+       WHERE ac.automation_id = ? AND ac.state IN (${REMOVED.fromSql}) AND NOT EXISTS (?)`,
       [a.id, target.members.clone().select(trx.raw('1')).whereRaw('c.id = ac.contact_id')],
     );
   }
@@ -108,7 +113,7 @@ async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<numb
 /** Entry scans for live automations whose target changed (each claimed with SKIP LOCKED). */
 export async function scanEntries(deps: EngineDeps): Promise<number> {
   const ids = (await deps.db('automations')
-    .where({ status: 1 })
+    .where({ status: AutomationStatus.Live })
     .whereNull('deleted_at')
     .where((q) => q.whereNull('entry_scanned_at').orWhere('entry_scanned_at', '<', deps.db.raw(`now() - (? * interval '1 millisecond')`, [SCAN_INTERVAL_MS])).orWhereNull('entry_key'))
     .orderBy('id')
@@ -117,7 +122,7 @@ export async function scanEntries(deps: EngineDeps): Promise<number> {
   let entered = 0;
   for (const id of ids) {
     entered += await deps.db.transaction(async (trx) => {
-      const a = (await trx('automations').where({ id, status: 1 }).whereNull('deleted_at').forUpdate().skipLocked().first()) as
+      const a = (await trx('automations').where({ id, status: AutomationStatus.Live }).whereNull('deleted_at').forUpdate().skipLocked().first()) as
         | AutomationTarget
         | undefined;
       return a ? scanOne(trx, a) : 0;
@@ -179,9 +184,13 @@ async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, string>> 
   return reasons;
 }
 
+/** Where a due row moves: on to its next email, or out (each a move from active, checked below). */
+type ProgressMove = typeof ProgressState.Active | typeof ProgressState.Finished | typeof ProgressState.Exited;
+for (const to of [ProgressState.Active, ProgressState.Finished, ProgressState.Exited]) progressState.move(ProgressState.Active, to);
+
 interface Progress {
   id: number;
-  state: 'active' | 'finished' | 'exited';
+  state: ProgressMove;
   exit_reason: string | null;
   next_schedule_id: number | null;
   wait_seconds: number | null;
@@ -195,7 +204,7 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
       await trx.raw(
         `SELECT ac.id, ac.automation_id, ac.contact_id, ac.email, ac.next_schedule_id, a.user_id, a.unsubscribe_group_id
          FROM automation_contacts ac JOIN automations a ON a.id = ac.automation_id
-         WHERE ac.state = 'active' AND ac.next_due_at <= now() AND a.status = 1 AND a.deleted_at IS NULL
+         WHERE ac.state = ${P.Active} AND ac.next_due_at <= now() AND a.status = ${AutomationStatus.Live} AND a.deleted_at IS NULL
          ORDER BY ac.next_due_at LIMIT ? FOR UPDATE OF ac SKIP LOCKED`,
         [DUE_BATCH],
       )
@@ -206,16 +215,16 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
     const queue: Array<{ user_id: number; automation_id: number; schedule_id: number; contact_id: number }> = [];
     const progress: Progress[] = rows.map((r) => {
       const reason = reasons.get(r.id);
-      if (reason) return { id: r.id, state: 'exited', exit_reason: reason, next_schedule_id: null, wait_seconds: null, sent: false };
+      if (reason) return { id: r.id, state: ProgressState.Exited, exit_reason: reason, next_schedule_id: null, wait_seconds: null, sent: false };
       const list = steps.get(r.automation_id) ?? [];
       // The email due now; if it was removed meanwhile, the next one after it.
       const at = list.findIndex((s) => s.id >= r.next_schedule_id);
-      if (at < 0) return { id: r.id, state: 'finished', exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: false };
+      if (at < 0) return { id: r.id, state: ProgressState.Finished, exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: false };
       queue.push({ user_id: r.user_id, automation_id: r.automation_id, schedule_id: list[at].id, contact_id: r.contact_id });
       const next = list[at + 1];
       return next
-        ? { id: r.id, state: 'active', exit_reason: null, next_schedule_id: next.id, wait_seconds: waitSeconds(next), sent: true }
-        : { id: r.id, state: 'finished', exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: true };
+        ? { id: r.id, state: ProgressState.Active, exit_reason: null, next_schedule_id: next.id, wait_seconds: waitSeconds(next), sent: true }
+        : { id: r.id, state: ProgressState.Finished, exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: true };
     });
     if (queue.length) {
       const inserted = await trx.raw(

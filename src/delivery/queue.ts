@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DeliveryStatus, deliveryStatus } from '../states';
 
 /**
  * The recipient-row queue in PostgreSQL. Rows are claimed with `FOR UPDATE SKIP LOCKED`, so
@@ -42,6 +43,9 @@ export interface ClaimedRow {
 /** A claim, as its outcome or its release names it. */
 export type ClaimRef = Pick<ClaimedRow, 'id' | 'user_id' | 'attempts'>;
 
+/** Due rows, and rows whose lease ran out, → sending (src/states.ts). */
+const CLAIM = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending], DeliveryStatus.Sending);
+
 /**
  * Claims up to `limit` due rows, oldest `next_attempt_at` first, by walking
  * `deliveries_queue_index` in order and stopping after `limit` rows: a cost independent of
@@ -73,13 +77,13 @@ export const CLAIM_SQL = (limit: number, leaseMs: number) => {
     SET LOCAL synchronous_commit = off;
     WITH picked AS (
       SELECT id, user_id FROM deliveries
-      WHERE status IN ('queued', 'sending') AND next_attempt_at <= now()
+      WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     ), claimed AS (
       UPDATE deliveries d
-      SET status = 'sending', attempts = d.attempts + 1,
+      SET status = ${CLAIM.toSql}, attempts = d.attempts + 1,
           next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds'
       FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id
       RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.contact_id, d.email, d.token,
@@ -97,6 +101,8 @@ export async function claimBatch(db: Knex, limit: number, leaseMs: number): Prom
   return results[results.length - 1].rows;
 }
 
+const RELEASE = deliveryStatus.move(DeliveryStatus.Sending, DeliveryStatus.Queued);
+
 /**
  * Rows this worker claimed and never tried (it is stopping): due again at once, as they were,
  * the claim's attempt undone. A row another worker has since taken over is left alone.
@@ -104,17 +110,23 @@ export async function claimBatch(db: Knex, limit: number, leaseMs: number): Prom
 export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void> {
   if (claims.length === 0) return;
   await db.raw(
-    `UPDATE deliveries d SET status = 'queued', attempts = d.attempts - 1, locked_until = NULL, next_attempt_at = now()
+    `UPDATE deliveries d SET status = ${RELEASE.toSql}, attempts = d.attempts - 1, locked_until = NULL, next_attempt_at = now()
      FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, attempts integer)
-     WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = 'sending' AND d.attempts = v.attempts`,
+     WHERE d.id = v.id AND d.user_id = v.user_id AND d.status IN (${RELEASE.fromSql}) AND d.attempts = v.attempts`,
     [JSON.stringify(claims.map(({ id, user_id, attempts }) => ({ id, user_id, attempts })))],
   );
 }
 
 export type Outcome =
-  | { status: 'sent'; messageId: string }
-  | { status: 'bounced' | 'failed'; error: string }
-  | { status: 'queued'; error: string; retryAt: Date };
+  | { status: typeof DeliveryStatus.Sent; messageId: string }
+  | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string }
+  | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date };
+
+// An outcome moves its row from sending to the outcome's status: moves the table allows.
+for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Queued]) {
+  deliveryStatus.move(DeliveryStatus.Sending, to);
+}
+const { sql: D } = deliveryStatus;
 
 /**
  * Writes a batch's outcomes and the statistics they make (delivered, bounces per single send
@@ -129,18 +141,18 @@ export const RECORD_OUTCOMES_SQL = `
   ), done AS (
     UPDATE deliveries d SET
       status = v.status,
-      sent_at = CASE WHEN v.status = 'sent' THEN now() ELSE d.sent_at END,
+      sent_at = CASE WHEN v.status = ${D.Sent} THEN now() ELSE d.sent_at END,
       message_id = coalesce(v.message_id, d.message_id),
       last_error = v.error,
       next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
       locked_until = NULL
     FROM v
-    WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = 'sending' AND d.attempts = v.attempts
+    WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = ${D.Sending} AND d.attempts = v.attempts
     RETURNING d.user_id, d.single_send_id, d.automation_id, d.status
   ), counts AS (
     SELECT user_id, single_send_id, automation_id,
-           count(*) FILTER (WHERE status = 'sent') AS delivered,
-           count(*) FILTER (WHERE status IN ('bounced', 'failed')) AS bounces
+           count(*) FILTER (WHERE status = ${D.Sent}) AS delivered,
+           count(*) FILTER (WHERE status IN (${D.Bounced}, ${D.Failed})) AS bounces
     FROM done GROUP BY 1, 2, 3
   ), sends AS (
     UPDATE single_sends s SET delivered = s.delivered + c.delivered, bounces = s.bounces + c.bounces
@@ -160,9 +172,9 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Out
     user_id: claims[i].user_id,
     attempts: claims[i].attempts,
     status: o.status,
-    message_id: o.status === 'sent' ? o.messageId : null,
-    error: o.status === 'sent' ? null : o.error.slice(0, 1000),
-    retry_at: o.status === 'queued' ? o.retryAt.toISOString() : null,
+    message_id: o.status === DeliveryStatus.Sent ? o.messageId : null,
+    error: o.status === DeliveryStatus.Sent ? null : o.error.slice(0, 1000),
+    retry_at: o.status === DeliveryStatus.Queued ? o.retryAt.toISOString() : null,
   }));
   const result = await db.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
   return (result.rows[0] as { applied: number }).applied;

@@ -2,13 +2,17 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 
 /**
- * Single sends through their states: ready (1) and due → running (2) → audience written
- * chunk by chunk → completed (3) once every recipient row has a final outcome. Every step
+ * Single sends through their states (src/states.ts): ready and due → running → audience
+ * written chunk by chunk → completed once every recipient row has a final outcome. Every step
  * claims its send with `FOR UPDATE SKIP LOCKED`, so several workers share the work.
  */
+const START = sendStatus.move(SendStatus.Ready, SendStatus.Running);
+const COMPLETE = sendStatus.move(SendStatus.Running, SendStatus.Completed);
+
 interface SendRow {
   id: number;
   user_id: number;
@@ -28,10 +32,10 @@ interface SendRow {
 /** Ready sends whose time has come → running. Returns how many started. */
 export async function startDueSends(deps: EventDeps): Promise<number> {
   const result = await deps.db.raw(
-    `UPDATE single_sends s SET status = 2, sent_at = now(), updated_at = now()
+    `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
      WHERE s.id IN (
        SELECT id FROM single_sends
-       WHERE status = 1 AND deleted_at IS NULL AND due_at <= now()
+       WHERE status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()
        ORDER BY due_at LIMIT 20 FOR UPDATE SKIP LOCKED
      )
      RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
@@ -69,7 +73,7 @@ export async function fanOutSome(db: Knex, logger: Logger, onChunk: () => void =
   let chunks = 0;
   for (;;) {
     const ids = (await db('single_sends')
-      .where({ status: 2 })
+      .where({ status: SendStatus.Running })
       .whereNull('fanout_done_at')
       .whereNull('deleted_at')
       .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', db.fn.now()))
@@ -96,7 +100,7 @@ async function fanOutLocked(db: Knex, logger: Logger, id: number): Promise<numbe
       const { rows } = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [FANOUT_LOCK_CLASS, id]);
       if (!rows[0].locked) return 0;
       // Read after taking the lock: the cursor another worker may just have moved.
-      current = (await trx('single_sends').where({ id, status: 2 }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
+      current = (await trx('single_sends').where({ id, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
         | SendRow
         | undefined;
       if (!current) return 0;
@@ -126,7 +130,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
   const { next, inserted } = await fanOutChunk(trx, target, cursor, chunkSize(send.triggered));
   const done = !next || next.source >= target.sources.length;
   const updated = await trx('single_sends')
-    .where({ id: send.id, user_id: send.user_id, status: 2 })
+    .where({ id: send.id, user_id: send.user_id, status: SendStatus.Running })
     .whereNull('deleted_at')
     .update({
       fanout_cursor: done ? null : JSON.stringify(next),
@@ -140,14 +144,14 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
 }
 
 /**
- * Running sends with a complete audience and no message left to try → completed (3). The
+ * Running sends with a complete audience and no message left to try → completed. The
  * statistics say when that may be (every recipient written is delivered or bounced: they are
  * counted in the statement that records each outcome, src/delivery/queue.ts); only those
  * sends are then confirmed against their rows, once, through the send's unique index.
  */
 export async function completeSends(deps: EventDeps): Promise<number> {
   const candidates = (await deps.db('single_sends')
-    .where({ status: 2 })
+    .where({ status: SendStatus.Running })
     .whereNull('deleted_at')
     .whereNotNull('fanout_done_at')
     .whereRaw('delivered + bounces >= triggered')
@@ -155,9 +159,10 @@ export async function completeSends(deps: EventDeps): Promise<number> {
   const completed: SendRow[] = [];
   for (const c of candidates) {
     const result = await deps.db.raw(
-      `UPDATE single_sends s SET status = 3, completed_at = now(), updated_at = now()
-       WHERE s.id = ? AND s.user_id = ? AND s.status = 2 AND s.deleted_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id AND d.status IN ('queued', 'sending'))
+      `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
+       WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id
+                         AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
        RETURNING s.*`,
       [c.id, c.user_id],
     );

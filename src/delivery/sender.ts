@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import { secret } from '../db/secrets';
 import type { Logger } from '../logger';
 import { recipientToken } from '../recipient-token';
+import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
 import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
@@ -171,20 +172,20 @@ export class Sender {
     const { config, designs, mailer, throttle } = this.deps;
     try {
       const design = designs.peek(row) ?? (await designs.get(row));
-      if (!design) return { status: 'failed', error: 'The message’s send or design no longer exists.' };
+      if (!design) return { status: DeliveryStatus.Failed, error: 'The message’s send or design no longer exists.' };
       // The same token (so the same Message-ID) on every attempt: it is derived from the row.
       const token = row.token ?? recipientToken(key, { deliveryId: row.id, userId: row.user_id });
       const messageId = `<${token}@${design.domain}>`;
       const message = design.compiled.render(recipientData(row, token), messageId);
       if (config.sendRate > 0) await throttle.take();
       await mailer.send({ from: design.fromEmail, to: row.email, raw: message.raw, messageId });
-      return { status: 'sent', messageId };
+      return { status: DeliveryStatus.Sent, messageId };
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.
       const e = err instanceof MailError ? err : new MailError(String((err as Error)?.message ?? err), false);
-      if (e.permanent) return { status: 'bounced', error: e.message };
-      if (row.attempts >= config.maxAttempts) return { status: 'failed', error: e.message };
-      return { status: 'queued', error: e.message, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
+      if (e.permanent) return { status: DeliveryStatus.Bounced, error: e.message };
+      if (row.attempts >= config.maxAttempts) return { status: DeliveryStatus.Failed, error: e.message };
+      return { status: DeliveryStatus.Queued, error: e.message, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
     }
   }
 }

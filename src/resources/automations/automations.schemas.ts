@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { flag, id, integer, longText, text } from '../../http/fields';
-import { datetime, intId, timestamp } from '../shared/schemas';
+import { AutomationStatus, AutomationType, ProgressState } from '../../states';
+import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
 
 export const TARGET = /^(contacts|segments)_(\d{1,10})$/;
 
@@ -45,9 +46,9 @@ export const automationRecord = z.strictObject({
   automation_name: z.string(),
   exit_criteria: z.number().int(),
   unsubscribe_group_id: z.string().regex(/^\d*$/),
-  automation_type: z.union([z.literal(1), z.literal(2)]),
+  automation_type: oneOf(AutomationType),
   utr: z.uuid(),
-  status: z.union([z.literal(0), z.literal(1), z.literal(2)]),
+  status: oneOf(AutomationStatus),
   live_at: datetime().nullable(),
   ...stats,
   deleted_at: timestamp().nullable(),
@@ -79,7 +80,8 @@ export const scheduleRecord = z.strictObject({
 export const automationContactRecord = z.strictObject({
   contact_id: intId(),
   email: z.string(),
-  state: z.enum(['active', 'finished', 'exited']),
+  // Skipped rows (never entered) are not listed.
+  state: z.enum([ProgressState.Active, ProgressState.Finished, ProgressState.Exited]),
   exit_reason: z.string().nullable(),
   entered_at: timestamp(),
   last_sent_at: timestamp().nullable(),

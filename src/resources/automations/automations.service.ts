@@ -6,8 +6,20 @@ import { isUtr, MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../events/account-events';
-import { lockByKeys, scoped } from '../shared/crud';
+import {
+  AutomationStatus,
+  automationStatus,
+  AutomationType,
+  DeliveryStatus,
+  deliveryStatus,
+  ExitCriteria,
+  ProgressState,
+  progressState,
+} from '../../states';
+import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
+
+const AUTOMATIONS = 'automations as a';
 
 export const LIVE_REFUSED = 'Unsubscribe group require to live automation';
 export const PAUSE_REFUSED = 'Only a live automation can be paused';
@@ -19,10 +31,10 @@ export interface AutomationRow {
   automation_for: number;
   automation_for_table: 'contacts_' | 'segments_';
   automation_name: string;
-  exit_criteria: number;
+  exit_criteria: ExitCriteria;
   unsubscribe_group_id: number | null;
-  automation_type: number;
-  status: number;
+  automation_type: AutomationType;
+  status: AutomationStatus;
   live_at: string | null;
   first_live_at: string | null;
   total_triggered: number;
@@ -35,10 +47,6 @@ export interface AutomationRow {
   created_at: string;
   updated_at: string;
   automation_schedule_count?: number;
-}
-
-function live(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
-  return db('automations as a').where('a.user_id', ctx.userId).whereNull('a.deleted_at');
 }
 
 /** The spec's record: `unsubscribe_group_id` as a string of digits, `live_at` as `<datetime>`. */
@@ -72,13 +80,13 @@ export async function listAutomations(ctx: Ctx, paging?: Paging): Promise<Listed
   const count = ctx.db.raw(
     '(SELECT count(*)::int FROM automation_schedules s WHERE s.automation_id = a.id AND s.deleted_at IS NULL) AS automation_schedule_count',
   );
-  const listed = await listRows<AutomationRow>(live(ctx).select('a.*', count).orderBy('a.id', 'desc'), live(ctx), paging);
+  const listed = await listRows<AutomationRow>(liveRows(ctx, AUTOMATIONS).select('a.*', count).orderBy('a.id', 'desc'), liveRows(ctx, AUTOMATIONS), paging);
   return { ...listed, rows: listed.rows.map(toRecord) };
 }
 
 export async function findAutomation(ctx: Ctx, utr: string, notFound: NotFound, db: Knex = ctx.db, lock = false): Promise<AutomationRow> {
   if (!isUtr(utr)) throw notFound();
-  const q = live(ctx, db).where('a.utr', utr.toLowerCase()).first('a.*');
+  const q = liveRows(ctx, AUTOMATIONS, db).where('a.utr', utr.toLowerCase()).first('a.*');
   if (lock) q.forUpdate();
   const row = (await q) as AutomationRow | undefined;
   if (!row) throw notFound();
@@ -127,15 +135,15 @@ export async function createAutomation(ctx: Ctx, input: CreateAutomationInput): 
     automation_for: target.id,
     automation_for_table: target.table,
     automation_name: input.automation_name,
-    exit_criteria: input.exit_criteria ?? 0,
+    exit_criteria: input.exit_criteria ?? ExitCriteria.OnUnsubscribe,
     unsubscribe_group_id: input.unsubscribe_group_id,
-    automation_type: input.type === 'welcome' ? 1 : 2,
-    status: 0,
+    automation_type: input.type === 'welcome' ? AutomationType.Welcome : AutomationType.Custom,
+    status: AutomationStatus.Draft,
   });
   return utr;
 }
 
-/** A draft copy (status 0) with the same emails under new utrs; statistics start at zero. */
+/** A draft copy with the same emails under new utrs; statistics start at zero. */
 export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string> {
   const copy = randomUUID();
   await ctx.db.transaction(async (trx) => {
@@ -150,7 +158,7 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
         exit_criteria: a.exit_criteria,
         unsubscribe_group_id: a.unsubscribe_group_id,
         automation_type: a.automation_type,
-        status: 0,
+        status: AutomationStatus.Draft,
       })
       .returning('id');
     const schedules = await trx('automation_schedules').where({ automation_id: a.id }).whereNull('deleted_at').orderBy('id');
@@ -174,8 +182,8 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
 }
 
 /**
- * Live (1). Refused without a live unsubscribe group (spec), without an email to send, or
- * when its target is gone. The first go-live of a welcome automation sets the target's
+ * Live, from draft or paused. Refused without a live unsubscribe group (spec), without an
+ * email to send, or when its target is gone. The first go-live of a welcome automation sets the target's
  * current members aside: only contacts that join afterwards enter (the engine does it).
  */
 export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
@@ -187,11 +195,12 @@ export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<v
     if (errors.automation_for) throw refused('The automation’s contact type or segment no longer exists.');
     const emails = await trx('automation_schedules').where({ automation_id: row.id }).whereNull('deleted_at').first('id');
     if (!emails) throw refused('Add at least one email before setting the automation live.');
-    if (row.status === 1) return undefined;
+    if (row.status === AutomationStatus.Live) return undefined; // live already: nothing changes
+    if (!automationStatus.canMove(row.status, AutomationStatus.Live)) throw refused('The automation cannot be set live from its current status.');
     await trx('automations')
       .where({ id: row.id })
       .update({
-        status: 1,
+        status: AutomationStatus.Live,
         live_at: trx.fn.now(),
         first_live_at: trx.raw('coalesce(first_live_at, now())'),
         entry_key: null,
@@ -207,12 +216,12 @@ export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<v
   }
 }
 
-/** Paused (2): nothing is sent; due emails wait until it is live again. */
+/** Paused: nothing is sent; due emails wait until it is live again. */
 export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
   const a = await ctx.db.transaction(async (trx) => {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
-    if (row.status !== 1) throw refused(PAUSE_REFUSED);
-    await trx('automations').where({ id: row.id }).update({ status: 2, updated_at: trx.fn.now() });
+    if (!automationStatus.canMove(row.status, AutomationStatus.Paused)) throw refused(PAUSE_REFUSED);
+    await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
     return row;
   });
   await recordEvent(deps, ctx.userId, 'automation.paused', `Automation “${a.automation_name}” paused`, {
@@ -221,6 +230,9 @@ export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<voi
   }).catch((err) => deps.logger.warn({ err }, 'event failed'));
 }
 
+const STOP = progressState.move(ProgressState.Active, ProgressState.Exited);
+const CANCEL = deliveryStatus.move(DeliveryStatus.Queued, DeliveryStatus.Cancelled);
+
 /** Soft delete (ids or utrs, all or nothing); entered contacts stop and queued emails are cancelled. */
 export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void> {
   await ctx.db.transaction(async (trx) => {
@@ -228,16 +240,16 @@ export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void>
     await trx('automations').whereIn('id', automationIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
     await trx('automation_contacts')
       .whereIn('automation_id', automationIds)
-      .where('state', 'active')
-      .update({ state: 'exited', exit_reason: 'automation deleted', next_schedule_id: null, next_due_at: null, updated_at: trx.fn.now() });
-    await trx('deliveries').whereIn('automation_id', automationIds).where('status', 'queued').update({ status: 'cancelled' });
+      .whereIn('state', STOP.from)
+      .update({ state: STOP.to, exit_reason: 'automation deleted', next_schedule_id: null, next_due_at: null, updated_at: trx.fn.now() });
+    await trx('deliveries').whereIn('automation_id', automationIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
   });
 }
 
 /** Extension: each entered contact, its next email and when, or finished/exited. */
 export async function listEnteredContacts(ctx: Ctx, utr: string, paging?: Paging) {
   const a = await findAutomation(ctx, utr, notFound2);
-  const base = ctx.db('automation_contacts as ac').where('ac.automation_id', a.id).whereNot('ac.state', 'skipped');
+  const base = ctx.db('automation_contacts as ac').where('ac.automation_id', a.id).whereNot('ac.state', ProgressState.Skipped);
   const q = base
     .clone()
     .leftJoin('automation_schedules as s', 's.id', 'ac.next_schedule_id')

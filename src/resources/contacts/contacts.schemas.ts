@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { email, id, optionalEmail, optionalText } from '../../http/fields';
+import { ImportStatus } from '../../states';
 import { intId, timestamp } from '../shared/schemas';
 
 const address = {
@@ -74,7 +75,7 @@ export const importRecord = z.strictObject({
   user_id: intId(),
   contact_type_id: intId(),
   file_name: z.string(),
-  status: z.enum(['running', 'completed', 'failed']),
+  status: z.enum(ImportStatus),
   file_bytes: z.number().int(),
   bytes_read: z.number().int(),
   rows_read: z.number().int(),

@@ -1,5 +1,6 @@
 import type { Ctx } from '../../context';
 import { listRows, type Paging } from '../../http/pagination';
+import { ImportStatus, importStatus } from '../../states';
 import { scoped } from '../shared/crud';
 
 /**
@@ -9,8 +10,9 @@ import { scoped } from '../shared/crud';
  * must be visible while the import runs and must survive its rollback.
  */
 
-/** running → completed | failed (the table's CHECK constraint allows exactly these). */
-export const ImportStatus = { running: 'running', completed: 'completed', failed: 'failed' } as const;
+/** Running → completed | failed (src/states.ts): only a running record is updated or closed. */
+const COMPLETE = importStatus.move(ImportStatus.Running, ImportStatus.Completed);
+const FAIL = importStatus.move(ImportStatus.Running, ImportStatus.Failed);
 
 export interface ImportReason {
   row: number;
@@ -66,13 +68,13 @@ export async function openImportRecord(ctx: Ctx, input: { contactTypeId: number;
       contact_type_id: input.contactTypeId,
       file_name: input.fileName.slice(0, 255),
       file_bytes: input.fileBytes,
-      status: ImportStatus.running,
+      status: ImportStatus.Running,
     })
     .returning(['id']);
   return row.id as number;
 }
 
-const running = (ctx: Ctx, id: number) => scoped(ctx, 'contact_imports').where({ id, status: ImportStatus.running });
+const running = (ctx: Ctx, id: number) => scoped(ctx, 'contact_imports').where({ id, status: ImportStatus.Running });
 
 /**
  * Writes `read()` into the running record every `everyMs`, one update at a time (a tick
@@ -102,7 +104,7 @@ export function trackImportProgress(ctx: Ctx, id: number, read: () => ImportProg
 
 export async function completeImportRecord(ctx: Ctx, id: number, counts: ImportCounts & { fileBytes: number; durationMs: number }): Promise<void> {
   await running(ctx, id).update({
-    status: ImportStatus.completed,
+    status: COMPLETE.to,
     bytes_read: counts.fileBytes,
     rows_read: counts.rowsRead,
     inserted: counts.inserted,
@@ -123,7 +125,7 @@ export async function failImportRecord(
 ): Promise<void> {
   await running(ctx, id)
     .update({
-      status: ImportStatus.failed,
+      status: FAIL.to,
       rows_read: state.rowsRead,
       inserted: 0,
       updated: 0,

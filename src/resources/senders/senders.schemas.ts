@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { email, id, optionalText, text } from '../../http/fields';
-import { datetime, flagValue, intId, timestamp } from '../shared/schemas';
+import { SenderVerification } from '../../states';
+import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
 
 /** The form of save, and of update (which adds `sender_id`): the spec's required set. */
 export const senderBody = z.object({
@@ -31,7 +32,7 @@ export const senderRecord = z.strictObject({
   company_address: z.string(),
   company_address2: z.string(),
   nickname: z.string(),
-  is_verified: flagValue().meta({ description: '1 once the link in the verification mail was opened' }),
+  is_verified: oneOf(SenderVerification).meta({ description: '1 once the link in the verification mail was opened' }),
   utr: z
     .string()
     .regex(/^[0-9a-f]{16}$/)

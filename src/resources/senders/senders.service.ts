@@ -7,6 +7,7 @@ import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { recordEvent, type EventDeps } from '../../events/account-events';
+import { SenderVerification, senderVerification, SendStatus } from '../../states';
 import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
 
@@ -188,6 +189,9 @@ export async function saveSender(ctx: Ctx, mail: SystemMailDeps, input: SenderIn
   await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
 }
 
+/** A new from_email is unverified, whatever the old one was. */
+const UNVERIFY = senderVerification.move([SenderVerification.Unverified, SenderVerification.Verified], SenderVerification.Unverified);
+
 /**
  * Replaces the sender's fields (absent optional ones become empty). A new `from_email`
  * (compared case-insensitively) is unverified again and gets its own verification mail.
@@ -205,7 +209,7 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
       .where(`${TABLE}.id`, id)
       .update({
         ...columns(input),
-        ...(changed ? { is_verified: 0, verify_token_hash: token.hash, send_at: null } : {}),
+        ...(changed ? { is_verified: UNVERIFY.to, verify_token_hash: token.hash, send_at: null } : {}),
         updated_at: trx.fn.now(),
       });
     return changed;
@@ -225,7 +229,7 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
     await findOrFail(liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
     const inUse = await scoped(ctx, 'single_sends', trx)
       .where('single_sends.sender_id', id)
-      .whereIn('single_sends.status', [1, 2])
+      .whereIn('single_sends.status', [SendStatus.Ready, SendStatus.Running])
       .whereNull('single_sends.deleted_at')
       .first('single_sends.id');
     if (inUse) throw refused(IN_USE);
@@ -278,7 +282,7 @@ export async function findVerifiedSender(
   if (opts.lock) q.forShare();
   const row = (await q.first()) as SenderRow | undefined;
   if (!row) return 'missing';
-  if (row.is_verified !== 1) return 'unverified';
+  if (row.is_verified !== SenderVerification.Verified) return 'unverified';
   return toRecord(row);
 }
 
@@ -327,6 +331,8 @@ export async function isCurrentToken(db: Knex, token: string): Promise<boolean> 
   return Boolean(row);
 }
 
+const VERIFY = senderVerification.move([SenderVerification.Unverified, SenderVerification.Verified], SenderVerification.Verified);
+
 /**
  * Opens a verification link: the sender becomes verified and the link is used up (a second
  * use finds nothing). The account's notification recipients hear of it when the sender was
@@ -335,7 +341,7 @@ export async function isCurrentToken(db: Knex, token: string): Promise<boolean> 
 export async function confirmSender(deps: EventDeps, token: string): Promise<ConfirmedSender | null> {
   const { rows } = (await deps.db.raw(
     `UPDATE senders s
-        SET is_verified = 1, verify_token_hash = NULL, updated_at = now()
+        SET is_verified = ${VERIFY.toSql}, verify_token_hash = NULL, updated_at = now()
        FROM (SELECT id, is_verified FROM senders
               WHERE verify_token_hash = ? AND deleted_at IS NULL
               FOR UPDATE) old
@@ -346,7 +352,7 @@ export async function confirmSender(deps: EventDeps, token: string): Promise<Con
   const row = rows[0];
   if (!row) return null;
   const { was_verified: wasVerified, ...sender } = row;
-  if (wasVerified !== 1) {
+  if (wasVerified !== SenderVerification.Verified) {
     try {
       await recordEvent(deps, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
         sender_id: sender.id,

@@ -17,6 +17,9 @@ export const datetime = () =>
 export const intId = () => z.number().int();
 export const flagValue = () => z.union([z.literal(0), z.literal(1)]);
 
+/** One of the integer values of a named set in src/states.ts (`oneOf(SendStatus)`: 0, 1, 2 or 3). */
+export const oneOf = <S extends number>(named: Readonly<Record<string, S>>) => z.union(Object.values(named).map((v) => z.literal(v)));
+
 /** `strIds*` of every bulk delete (spec rule 8). */
 export const bulkDeleteBody = z.object({
   strIds: list(z.union([z.string(), z.number()]).transform(String), 100_000).meta({

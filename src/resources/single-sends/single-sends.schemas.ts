@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { flag, id, longText, optionalList, list, text, optionalText } from '../../http/fields';
-import { datetime, intId, timestamp } from '../shared/schemas';
+import { ScheduleType, SendStatus } from '../../states';
+import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
 
 /** `contacts_<contact type id>` or `segments_<segment id>`. */
 export const RECIPIENT_REF = /^(contacts|segments)_(\d{1,10})$/;
@@ -42,10 +43,10 @@ export const singleSendRecord = z.strictObject({
   reply_to: z.string(),
   sender_name: z.string().nullable(),
   sender_address: z.string().nullable(),
-  schedule_type: z.union([z.literal(0), z.literal(1)]),
+  schedule_type: oneOf(ScheduleType),
   schedule_date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
   schedule_time: z.string().regex(/^\d{2}:\d{2}:\d{2}$/),
-  status: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]),
+  status: oneOf(SendStatus),
   utr: z.uuid(),
   template_json: z.string().nullable(),
   template_html: z.string().nullable(),

@@ -7,6 +7,7 @@ import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors
 import { isUtr, MAX_INT } from '../../http/fields';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
+import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
 import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
@@ -35,10 +36,10 @@ export interface SingleSendRow {
   reply_to: string;
   sender_name: string | null;
   sender_address: string | null;
-  schedule_type: number;
+  schedule_type: ScheduleType;
   schedule_date: string | null;
   schedule_time: string | null;
-  status: number;
+  status: SendStatus;
   template_json: string | null;
   template_html: string | null;
   triggered: number;
@@ -169,9 +170,9 @@ async function checkRefsExist(ctx: Ctx, db: Knex, refs: RecipientRef[], values: 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME = /^(\d{2}):(\d{2})(?::(\d{2}))?$/;
 
-/** schedule_type 1: a real date and time (UTC) in the future; returns the instant. */
+/** ScheduleType.At: a real date and time (UTC) in the future; returns the instant. */
 function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: string | null; time: string | null; due: Date } {
-  if (input.schedule_type !== 1) return { date: null, time: null, due: new Date() };
+  if (input.schedule_type !== ScheduleType.At) return { date: null, time: null, due: new Date() };
   if (!input.schedule_date) errors.schedule_date = ['The schedule date field is required when schedule type is 1.'];
   if (!input.schedule_time) errors.schedule_time = ['The schedule time field is required when schedule type is 1.'];
   const d = DATE.exec(input.schedule_date ?? '');
@@ -234,36 +235,36 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
   };
 }
 
-/** Create → status 1 (ready): the worker starts it at its time. */
+/** Create → ready: the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
   const utr = randomUUID();
   await ctx.db.transaction(async (trx) => {
     const columns = await resolveInput(ctx, trx, input);
-    await trx('single_sends').insert({ user_id: ctx.userId, utr, status: 1, ...columns });
+    await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
   });
   return utr;
 }
 
-/** Update → status 1 again (a draft copy becomes ready); refused once sending has started. */
+/** Update → ready (again; a draft copy becomes ready); refused once sending has started. */
 export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendInput): Promise<string> {
   await findByUtr(ctx, utr);
   await ctx.db.transaction(async (trx) => {
     const row = await findByUtr(ctx, utr, trx, true);
     const columns = await resolveInput(ctx, trx, input);
-    if (row.status >= 2) throw refused(NOT_UPDATABLE);
-    await trx('single_sends').where({ id: row.id }).update({ ...columns, status: 1, updated_at: trx.fn.now() });
+    if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
+    await trx('single_sends').where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
   });
   return utr.toLowerCase();
 }
 
-/** A draft copy (status 0: nothing sends it until it is updated) with zeroed statistics. */
+/** A draft copy (nothing sends it until it is updated) with zeroed statistics. */
 export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string> {
   const row = await findByUtr(ctx, utr);
   const copy = randomUUID();
   await ctx.db('single_sends').insert({
     user_id: ctx.userId,
     utr: copy,
-    status: 0,
+    status: SendStatus.Draft,
     template_id: row.template_id,
     sender_id: row.sender_id,
     unsubscribe_group_id: row.unsubscribe_group_id,
@@ -286,6 +287,8 @@ export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string
   return copy;
 }
 
+const CANCEL = deliveryStatus.move(DeliveryStatus.Queued, DeliveryStatus.Cancelled);
+
 /**
  * Soft-deletes sends (ids or utrs; all or nothing) and cancels their messages not yet sent;
  * messages already with the SMTP server finish, and their links keep working.
@@ -294,6 +297,6 @@ export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void>
   await ctx.db.transaction(async (trx) => {
     const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
     await trx('single_sends').whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
-    await trx('deliveries').whereIn('single_send_id', sendIds).where('status', 'queued').update({ status: 'cancelled' });
+    await trx('deliveries').whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
   });
 }

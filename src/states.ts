@@ -1,0 +1,181 @@
+/**
+ * Herald's state machines, each named once: the values the database stores (and the API
+ * returns, as the spec has them) and the moves allowed between them.
+ *
+ * - The database refuses any other value (CHECK constraints, migrations/202611270100_status-checks.ts).
+ * - A service that moves one record asks `canMove(from, to)` and refuses the request otherwise.
+ * - SQL that moves many rows at once takes its ends from `move(from, to)`, which throws when the
+ *   module loads if the table below does not allow that move; other SQL names a state through
+ *   `.sql` (the value as SQL text). Both are constants of this file, never input.
+ *
+ * This module imports nothing, so any layer may use it.
+ */
+
+type ValueOf<T> = T[keyof T];
+type StateValue = string | number;
+
+/** A move written in SQL: its ends as values and as SQL text (`'queued', 'sending'`, `2`). */
+export interface Move<S extends StateValue> {
+  readonly from: readonly S[];
+  readonly to: S;
+  readonly fromSql: string;
+  readonly toSql: string;
+}
+
+export interface Machine<K extends string, S extends StateValue> {
+  readonly name: string;
+  /** Every value, as the CHECK constraint lists them. */
+  readonly values: readonly S[];
+  /** The values a record is created with. */
+  readonly initial: readonly S[];
+  /** Each state as SQL text, for statements that name one. */
+  readonly sql: Readonly<Record<K, string>>;
+  canMove(from: S, to: S): boolean;
+  move(from: S | readonly S[], to: S): Move<S>;
+}
+
+/** A state constant as SQL text: an integer as it is, a word quoted. */
+export function sqlValue(v: StateValue): string {
+  if (typeof v === 'number') {
+    if (!Number.isSafeInteger(v)) throw new Error(`state ${v} is not an integer`);
+    return String(v);
+  }
+  if (!/^[a-z_]+$/.test(v)) throw new Error(`state ${JSON.stringify(v)} is not a plain word`);
+  return `'${v}'`;
+}
+
+function machine<K extends string, S extends StateValue>(
+  name: string,
+  named: Readonly<Record<K, S>>,
+  table: { initial: readonly K[]; moves: Readonly<Record<K, readonly K[]>> },
+): Machine<K, S> {
+  const keys = Object.keys(named) as K[];
+  const moves = new Map<S, S[]>(keys.map((k) => [named[k], table.moves[k].map((to) => named[to])]));
+  const canMove = (from: S, to: S) => moves.get(from)?.includes(to) ?? false;
+  return {
+    name,
+    values: keys.map((k) => named[k]),
+    initial: table.initial.map((k) => named[k]),
+    sql: Object.fromEntries(keys.map((k) => [k, sqlValue(named[k])])) as Record<K, string>,
+    canMove,
+    move(from, to) {
+      const sources: readonly S[] = Array.isArray(from) ? from : [from as S];
+      for (const s of sources) {
+        if (!canMove(s, to)) throw new Error(`${name}: no move from ${String(s)} to ${String(to)}`);
+      }
+      return { from: sources, to, fromSql: sources.map(sqlValue).join(', '), toSql: sqlValue(to) };
+    },
+  };
+}
+
+// ── single_sends.status ─────────────────────────────────────────────────────────────────────
+// Spec: 0 initiate, 1 ready to send, 2 running, 3 completed.
+
+export const SendStatus = { Draft: 0, Ready: 1, Running: 2, Completed: 3 } as const;
+export type SendStatus = ValueOf<typeof SendStatus>;
+
+/**
+ * Created ready, or as a draft copy. An update makes a draft or a ready send ready (again);
+ * the worker starts a ready send at its time and completes it once every recipient row has an
+ * outcome. Deleting is a soft delete and leaves the status as it was.
+ */
+export const sendStatus = machine('single send status', SendStatus, {
+  initial: ['Ready', 'Draft'],
+  moves: { Draft: ['Ready'], Ready: ['Ready', 'Running'], Running: ['Completed'], Completed: [] },
+});
+
+// ── automations.status ──────────────────────────────────────────────────────────────────────
+// Spec: 0 draft, 1 live; paused (the spec shows no value) is 2.
+
+export const AutomationStatus = { Draft: 0, Live: 1, Paused: 2 } as const;
+export type AutomationStatus = ValueOf<typeof AutomationStatus>;
+
+/** A draft or paused automation is set live (setting a live one live changes nothing); only a live one pauses. */
+export const automationStatus = machine('automation status', AutomationStatus, {
+  initial: ['Draft'],
+  moves: { Draft: ['Live'], Live: ['Paused'], Paused: ['Live'] },
+});
+
+// ── automation_contacts.state: an entered contact's progress ────────────────────────────────
+
+export const ProgressState = { Active: 'active', Finished: 'finished', Exited: 'exited', Skipped: 'skipped' } as const;
+export type ProgressState = ValueOf<typeof ProgressState>;
+
+/**
+ * Active while an email is due (active → active: on to the next email); finished after the
+ * last; exited when unsubscribed, deleted, removed from the target, or its automation deleted.
+ * Skipped: a welcome automation's members at its first go-live, who never enter.
+ */
+export const progressState = machine('automation progress state', ProgressState, {
+  initial: ['Active', 'Skipped'],
+  moves: { Active: ['Active', 'Finished', 'Exited'], Finished: [], Exited: [], Skipped: [] },
+});
+
+// ── deliveries.status: a recipient row (docs/CONTEXT.md) ────────────────────────────────────
+
+export const DeliveryStatus = {
+  Queued: 'queued',
+  Sending: 'sending',
+  Sent: 'sent',
+  Bounced: 'bounced',
+  Failed: 'failed',
+  Cancelled: 'cancelled',
+} as const;
+export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
+
+/**
+ * Queued → sending when a worker claims the row (sending → sending when another worker takes
+ * an expired lease over); sending → sent, bounced (refused permanently), failed (after the
+ * last retry), or queued again (a retry later, or a claim a stopping worker gives back). A
+ * queued row of a deleted send or automation is cancelled.
+ */
+export const deliveryStatus = machine('delivery status', DeliveryStatus, {
+  initial: ['Queued'],
+  moves: {
+    Queued: ['Sending', 'Cancelled'],
+    Sending: ['Sending', 'Sent', 'Bounced', 'Failed', 'Queued'],
+    Sent: [],
+    Bounced: [],
+    Failed: [],
+    Cancelled: [],
+  },
+});
+
+// ── contact_imports.status ──────────────────────────────────────────────────────────────────
+
+export const ImportStatus = { Running: 'running', Completed: 'completed', Failed: 'failed' } as const;
+export type ImportStatus = ValueOf<typeof ImportStatus>;
+
+export const importStatus = machine('import status', ImportStatus, {
+  initial: ['Running'],
+  moves: { Running: ['Completed', 'Failed'], Completed: [], Failed: [] },
+});
+
+// ── senders.is_verified ─────────────────────────────────────────────────────────────────────
+// Spec: 0 not verified, 1 verified.
+
+export const SenderVerification = { Unverified: 0, Verified: 1 } as const;
+export type SenderVerification = ValueOf<typeof SenderVerification>;
+
+/**
+ * Created unverified; opening the current verification link verifies it (again, if it is
+ * opened twice before it is used up); a new from_email makes it unverified, whatever it was.
+ */
+export const senderVerification = machine('sender verification', SenderVerification, {
+  initial: ['Unverified'],
+  moves: { Unverified: ['Verified', 'Unverified'], Verified: ['Verified', 'Unverified'] },
+});
+
+// ── Fixed kinds: chosen when a record is made, never moved ──────────────────────────────────
+
+/** single_sends.schedule_type (spec): 0 sent immediately, 1 at the given date and time. */
+export const ScheduleType = { Now: 0, At: 1 } as const;
+export type ScheduleType = ValueOf<typeof ScheduleType>;
+
+/** automations.automation_type: the API's `type` welcome → 1, custom → 2. */
+export const AutomationType = { Welcome: 1, Custom: 2 } as const;
+export type AutomationType = ValueOf<typeof AutomationType>;
+
+/** automations.exit_criteria: 0 leave on unsubscribe only, 1 also when removed from the target. */
+export const ExitCriteria = { OnUnsubscribe: 0, OnRemoval: 1 } as const;
+export type ExitCriteria = ValueOf<typeof ExitCriteria>;

@@ -1,0 +1,124 @@
+import {
+  AutomationStatus,
+  automationStatus,
+  DeliveryStatus,
+  deliveryStatus,
+  ImportStatus,
+  importStatus,
+  ProgressState,
+  progressState,
+  SenderVerification,
+  senderVerification,
+  SendStatus,
+  sendStatus,
+  sqlValue,
+  type Machine,
+} from '../../src/states';
+
+type AnyMachine = Machine<string, string | number>;
+
+/** Every pair (from, to) of a machine: what canMove says about it. */
+function allowedMoves(m: AnyMachine): string[] {
+  const moves: string[] = [];
+  for (const from of m.values) for (const to of m.values) if (m.canMove(from, to)) moves.push(`${from} → ${to}`);
+  return moves;
+}
+
+describe('state machines (src/states.ts)', () => {
+  it('keep the values the spec and the API use', () => {
+    expect(SendStatus).toEqual({ Draft: 0, Ready: 1, Running: 2, Completed: 3 });
+    expect(AutomationStatus).toEqual({ Draft: 0, Live: 1, Paused: 2 });
+    expect(SenderVerification).toEqual({ Unverified: 0, Verified: 1 });
+    expect(sendStatus.values).toEqual([0, 1, 2, 3]);
+    expect(deliveryStatus.values).toEqual(['queued', 'sending', 'sent', 'bounced', 'failed', 'cancelled']);
+    expect(progressState.values).toEqual(['active', 'finished', 'exited', 'skipped']);
+    expect(importStatus.values).toEqual(['running', 'completed', 'failed']);
+  });
+
+  it('single send: a draft or ready send is made ready by an update; the worker starts and completes it', () => {
+    expect(allowedMoves(sendStatus as AnyMachine)).toEqual(['0 → 1', '1 → 1', '1 → 2', '2 → 3']);
+    // An update once sending has started is refused (NOT_UPDATABLE).
+    expect(sendStatus.canMove(SendStatus.Running, SendStatus.Ready)).toBe(false);
+    expect(sendStatus.canMove(SendStatus.Completed, SendStatus.Ready)).toBe(false);
+    // Nothing goes back to draft, and nothing skips running.
+    expect(sendStatus.canMove(SendStatus.Ready, SendStatus.Draft)).toBe(false);
+    expect(sendStatus.canMove(SendStatus.Ready, SendStatus.Completed)).toBe(false);
+  });
+
+  it('automation: set live from draft or paused; only a live one pauses', () => {
+    expect(allowedMoves(automationStatus as AnyMachine)).toEqual(['0 → 1', '1 → 2', '2 → 1']);
+    expect(automationStatus.canMove(AutomationStatus.Draft, AutomationStatus.Paused)).toBe(false);
+    expect(automationStatus.canMove(AutomationStatus.Paused, AutomationStatus.Paused)).toBe(false);
+  });
+
+  it('entered contact: active moves on or out; finished, exited and skipped are final', () => {
+    expect(allowedMoves(progressState as AnyMachine)).toEqual(['active → active', 'active → finished', 'active → exited']);
+    expect(progressState.initial).toEqual([ProgressState.Active, ProgressState.Skipped]);
+  });
+
+  it('recipient row: claimed, then an outcome or back to the queue; cancelled only while queued', () => {
+    expect(allowedMoves(deliveryStatus as AnyMachine)).toEqual([
+      'queued → sending',
+      'queued → cancelled',
+      'sending → queued',
+      'sending → sending',
+      'sending → sent',
+      'sending → bounced',
+      'sending → failed',
+    ]);
+    // A message with the SMTP server already is not cancelled, and an outcome is final.
+    expect(deliveryStatus.canMove(DeliveryStatus.Sending, DeliveryStatus.Cancelled)).toBe(false);
+    for (const end of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Cancelled]) {
+      expect(deliveryStatus.values.filter((to) => deliveryStatus.canMove(end, to))).toEqual([]);
+    }
+  });
+
+  it('import: running until completed or failed', () => {
+    expect(allowedMoves(importStatus as AnyMachine)).toEqual(['running → completed', 'running → failed']);
+    expect(importStatus.initial).toEqual([ImportStatus.Running]);
+  });
+
+  it('sender: verified by its link, unverified again by a new address', () => {
+    expect(allowedMoves(senderVerification as AnyMachine)).toEqual(['0 → 0', '0 → 1', '1 → 0', '1 → 1']);
+    expect(senderVerification.initial).toEqual([SenderVerification.Unverified]);
+  });
+
+  it('every state of every machine can be reached from a state a record is created in', () => {
+    for (const m of [sendStatus, automationStatus, progressState, deliveryStatus, importStatus, senderVerification] as AnyMachine[]) {
+      const reached = new Set(m.initial);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const from of [...reached]) {
+          for (const to of m.values) {
+            if (m.canMove(from, to) && !reached.has(to)) {
+              reached.add(to);
+              grew = true;
+            }
+          }
+        }
+      }
+      expect({ machine: m.name, unreachable: m.values.filter((v) => !reached.has(v)) }).toEqual({ machine: m.name, unreachable: [] });
+    }
+  });
+
+  it('move() gives SQL text for a move the table allows and throws for any other', () => {
+    expect(deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending], DeliveryStatus.Sending)).toEqual({
+      from: ['queued', 'sending'],
+      to: 'sending',
+      fromSql: `'queued', 'sending'`,
+      toSql: `'sending'`,
+    });
+    expect(sendStatus.move(SendStatus.Running, SendStatus.Completed)).toMatchObject({ fromSql: '2', toSql: '3' });
+    expect(() => sendStatus.move(SendStatus.Completed, SendStatus.Running)).toThrow('single send status: no move from 3 to 2');
+    expect(() => deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sent], DeliveryStatus.Sending)).toThrow(
+      'delivery status: no move from sent to sending',
+    );
+  });
+
+  it('names each state as SQL text, refusing anything that is not a plain word or integer', () => {
+    expect(deliveryStatus.sql.Cancelled).toBe(`'cancelled'`);
+    expect(automationStatus.sql.Live).toBe('1');
+    expect(() => sqlValue(`x'; DROP TABLE deliveries; --`)).toThrow();
+    expect(() => sqlValue(1.5)).toThrow();
+  });
+});
