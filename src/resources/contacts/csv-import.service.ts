@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
@@ -94,6 +95,7 @@ interface ImportJob {
   upload: Upload;
   customFields: CustomField[];
   countries: Map<string, number>;
+  started: number;
   deadline: number;
   timeoutMs: number;
   staging: string;
@@ -112,16 +114,20 @@ class StageEverything extends Error {}
 
 export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<ImportOutcome> {
   const started = Date.now();
-  const type = await scoped(ctx, 'contact_types').where({ id: input.contactTypeId }).whereNull('deleted_at').first('id');
-  if (!type) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
+  const deadline = started + input.timeoutMs;
+  await bounded(ctx, deadline, input.timeoutMs, async (own) => {
+    const type = await scoped(own, 'contact_types').where({ id: input.contactTypeId }).whereNull('deleted_at').first('id');
+    if (!type) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
+  });
   const upload = await openUpload(input.filePath);
   try {
-    const job = await openImport(ctx, input, upload, started);
+    const job = await openImport(ctx, input, upload, started, deadline);
     const progress = trackImportProgress(ctx, job.importId, (): ImportProgress => ({ rowsRead: job.rows?.rowsRead ?? 0, bytesRead: job.bytesRead }));
     try {
-      const written = await writeContacts(job);
+      // The record is closed in the import's transaction: it commits with the contacts or not at all.
+      const outcome = await writeContacts(job);
       await progress.stop();
-      return await finishImport(job, written, started);
+      return outcome;
     } catch (err) {
       await progress.stop();
       throw await recordFailure(job, err, started);
@@ -146,19 +152,39 @@ async function openUpload(path: string): Promise<Upload> {
   }
 }
 
-async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started: number): Promise<ImportJob> {
-  const [customFields, countries] = await Promise.all([loadCustomFields(ctx), countryLookup(ctx)]);
-  const importId = await openImportRecord(ctx, { contactTypeId: input.contactTypeId, fileName: input.fileName, fileBytes: upload.bytes });
+/**
+ * `fn` in a short transaction of its own whose statements are bound by the import's deadline,
+ * not DB_QUERY_TIMEOUT_MS: every statement of an import is (the record's completion runs in
+ * the import's transaction, see attempt()).
+ */
+async function bounded<T>(ctx: Ctx, deadline: number, timeoutMs: number, fn: (own: Ctx) => Promise<T>): Promise<T> {
+  return ctx.db.transaction(async (trx) => {
+    const left = Math.ceil(deadline - Date.now());
+    if (left < 1) throw importTimedOut(timeoutMs);
+    await trx.raw(`SET LOCAL statement_timeout = ${left}`);
+    return fn({ userId: ctx.userId, db: trx });
+  });
+}
+
+async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started: number, deadline: number): Promise<ImportJob> {
+  // Committed at once: the record must be visible while the import runs.
+  const opened = await bounded(ctx, deadline, input.timeoutMs, async (own) => {
+    const customFields = await loadCustomFields(own);
+    const countries = await countryLookup(own);
+    const importId = await openImportRecord(own, { contactTypeId: input.contactTypeId, fileName: input.fileName, fileBytes: upload.bytes });
+    return { customFields, countries, importId };
+  });
   return {
     ctx,
-    importId,
+    importId: opened.importId,
     typeId: input.contactTypeId,
     upload,
-    customFields,
-    countries,
-    deadline: started + input.timeoutMs,
+    customFields: opened.customFields,
+    countries: opened.countries,
+    started,
+    deadline,
     timeoutMs: input.timeoutMs,
-    staging: `contact_import_${importId}`,
+    staging: `contact_import_${opened.importId}`,
     bytesRead: 0,
   };
 }
@@ -180,7 +206,7 @@ async function countryLookup(ctx: Ctx): Promise<Map<string, number>> {
  * raw client; knex's transaction runs on the same one so the shared helpers can join it).
  * A second attempt stages every row (see StageEverything).
  */
-async function writeContacts(job: ImportJob): Promise<Written> {
+async function writeContacts(job: ImportJob): Promise<ImportOutcome> {
   const { db } = job.ctx;
   const client = (await db.client.acquireConnection()) as PoolClient;
   try {
@@ -195,7 +221,7 @@ async function writeContacts(job: ImportJob): Promise<Written> {
   }
 }
 
-async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction, stageAll: boolean): Promise<Written> {
+async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction, stageAll: boolean): Promise<ImportOutcome> {
   const { ctx, typeId } = job;
   await withinDeadline(job, client);
   await client.query(`SET LOCAL work_mem = '${IMPORT_WORK_MEM}'`);
@@ -209,7 +235,9 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   // Cached segment counts of this type are stale now (see contacts-version.ts).
   await withinDeadline(job, client);
   await bumpContactsVersion(trx, ctx.userId, [typeId]);
-  return { inserted: direct + merged.inserted, updated: merged.updated };
+  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated });
+  await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
+  return outcome;
 }
 
 /**
@@ -218,12 +246,11 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
  */
 async function withinDeadline(job: ImportJob, client: PoolClient): Promise<void> {
   const left = Math.ceil(job.deadline - Date.now());
-  if (left < 1) throw importTimedOut(job);
+  if (left < 1) throw importTimedOut(job.timeoutMs);
   await client.query(`SET LOCAL statement_timeout = ${left}`);
 }
 
-function importTimedOut(job: ImportJob): AppError {
-  const ms = job.timeoutMs;
+function importTimedOut(ms: number): AppError {
   const limit = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} min` : `${Math.round(ms / 100) / 10} s`;
   return new AppError(503, `The import took longer than IMPORT_TIMEOUT_MS allows (${limit}); nothing was imported.`);
 }
@@ -278,7 +305,7 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
     if (!side) await client.query(CREATE_STAGING(job.staging));
     await withinDeadline(job, client);
     const copy = client.query(copyFrom(side ? COPY_INTO_CONTACTS : COPY_INTO_STAGING(job.staging)));
-    const source = job.upload.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: READ_CHUNK_BYTES });
+    const source = readUpload(job.upload.handle);
     const utf8 = toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n));
     await pipeline(source, utf8, new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
       throw readError(err, side !== undefined);
@@ -297,6 +324,26 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
       await fs.promises.rm(sidePath, { force: true });
     }
   }
+}
+
+/**
+ * The upload from its first byte, read through the shared handle without owning it. A stream
+ * of `handle.createReadStream()` closes the handle when it is destroyed (whatever autoClose
+ * says), and a failed attempt's pipeline destroys it: the next attempt then read a closed
+ * handle and hung or failed (a retry after StageEverything, mid-file).
+ */
+function readUpload(handle: FileHandle): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let position = 0; ; ) {
+        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(READ_CHUNK_BYTES), 0, READ_CHUNK_BYTES, position);
+        if (bytesRead === 0) return;
+        position += bytesRead;
+        yield bytesRead < READ_CHUNK_BYTES ? buffer.subarray(0, bytesRead) : buffer;
+      }
+    })(),
+    { objectMode: false },
+  );
 }
 
 /** Errors while reading and copying, worded for the client; a duplicate the routing missed restarts the import. */
@@ -331,11 +378,11 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };
 }
 
-/** Closes the import record with the counts: rows that lost to a later row of the same address count as skipped. */
-async function finishImport(job: ImportJob, written: Written, started: number): Promise<ImportOutcome> {
+/** The import's counts: rows that lost to a later row of the same address count as skipped. */
+function outcomeOf(job: ImportJob, written: Written): ImportOutcome {
   const rows = job.rows!;
   const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated;
-  const outcome: ImportOutcome = {
+  return {
     id: job.importId,
     rowsRead: rows.rowsRead,
     inserted: written.inserted,
@@ -343,16 +390,14 @@ async function finishImport(job: ImportJob, written: Written, started: number): 
     skipped: rows.invalid + duplicates,
     reasons: rows.reasons.items,
     ignoredColumns: rows.columns?.ignored ?? [],
-    durationMs: Date.now() - started,
+    durationMs: Date.now() - job.started,
   };
-  await completeImportRecord(job.ctx, job.importId, { ...outcome, fileBytes: job.upload.bytes });
-  return outcome;
 }
 
 /** Closes the import record as failed and returns the error for the client. */
 async function recordFailure(job: ImportJob, err: unknown, started: number): Promise<unknown> {
   const timedOut = (err as { code?: string }).code === '57014' && Date.now() >= job.deadline - 1000;
-  const reported = timedOut ? importTimedOut(job) : err;
+  const reported = timedOut ? importTimedOut(job.timeoutMs) : err;
   const errors = reported instanceof AppError ? reported.errors : undefined;
   const message = errors !== undefined ? (typeof errors === 'string' ? errors : JSON.stringify(errors)) : reported instanceof Error ? reported.message : String(reported);
   const rows = job.rows;
