@@ -21,7 +21,7 @@ import {
   MERGE_STAGED,
 } from './csv-import.sql';
 import { CsvFormatError, CsvRecordReader } from './csv-records';
-import { sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
+import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
 import { LastRowsOnly, RowRouter, type Routing } from './row-router';
@@ -277,10 +277,14 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
   try {
     if (!side) await client.query(CREATE_STAGING(job.staging));
     await withinDeadline(job, client);
+    // Progress is this pass's: a second pass reads the file again from its start.
+    job.bytesRead = 0;
+    const read = [readUpload(job.upload.handle, READ_CHUNK_BYTES), toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n)), new CsvRecordReader(MAX_LINE_CHARS), rows] as const;
+    // The COPY is sent last, straight into the pipeline: from then on only the pipeline ends
+    // it (CopyDone, or CopyFail when a stream fails). A COPY left open holds the connection:
+    // the rollback queues behind it and the import never ends.
     const copy = client.query(copyFrom(side ? COPY_INTO_CONTACTS : COPY_INTO_STAGING(job.staging)));
-    const source = job.upload.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: READ_CHUNK_BYTES });
-    const utf8 = toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n));
-    await pipeline(source, utf8, new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
+    await pipeline(...read, copy).catch((err: unknown) => {
       throw readError(err, side !== undefined);
     });
     if (side && rows.staged > 0) {
