@@ -41,8 +41,30 @@ export function setupApp(env: Record<string, string> = {}, isolated?: IsolatedNa
   const db = createDb({ url, poolMax: 4, logger: createLogger('silent') });
   const mailer = memoryMailer();
   const app = createApp({ config, db, logger: createLogger('silent'), mailer });
-  afterAll(() => db.destroy());
+  afterAll(() => closePool(db));
   return { app, db, config, mailer };
+}
+
+/** Connections of a pool that a query still holds (knex's tarn pool; pg clients). */
+type PoolInUse = { used: Array<{ resource: { connection?: { stream?: { destroy(): void } } } }> };
+
+/**
+ * Closes a test file's pool. knex waits for every connection in use to be released first, so
+ * one stuck query (an import that hangs) would hang the file's end and leave jest a worker
+ * that fails to exit. Past `graceMs` the connections still in use are cut: their queries
+ * fail, their holders let go, and the pool closes; the hook then fails, saying so.
+ */
+export async function closePool(db: Knex, graceMs = 10_000): Promise<void> {
+  const pool = (db.client as { pool?: PoolInUse }).pool;
+  const destroyed = db.destroy();
+  let timer: NodeJS.Timeout | undefined;
+  const inTime = await Promise.race([destroyed.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))]);
+  clearTimeout(timer);
+  if (inTime) return;
+  const stuck = pool?.used.length ?? 0;
+  for (const u of pool?.used ?? []) u.resource.connection?.stream?.destroy();
+  await destroyed;
+  throw new Error(`${stuck} database connection(s) were still in use ${graceMs} ms after the tests of this file ended (a stuck query): cut`);
 }
 
 export interface TestAccount {

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
@@ -22,7 +21,7 @@ import {
   MERGE_STAGED,
 } from './csv-import.sql';
 import { CsvFormatError, CsvRecordReader } from './csv-records';
-import { sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
+import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
 import { LastRowsOnly, RowRouter, type Routing } from './row-router';
@@ -304,10 +303,14 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
   try {
     if (!side) await client.query(CREATE_STAGING(job.staging));
     await withinDeadline(job, client);
+    // Progress is this pass's: a second pass reads the file again from its start.
+    job.bytesRead = 0;
+    const read = [readUpload(job.upload.handle, READ_CHUNK_BYTES), toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n)), new CsvRecordReader(MAX_LINE_CHARS), rows] as const;
+    // The COPY is sent last, straight into the pipeline: from then on only the pipeline ends
+    // it (CopyDone, or CopyFail when a stream fails). A COPY left open holds the connection:
+    // the rollback queues behind it and the import never ends.
     const copy = client.query(copyFrom(side ? COPY_INTO_CONTACTS : COPY_INTO_STAGING(job.staging)));
-    const source = readUpload(job.upload.handle);
-    const utf8 = toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n));
-    await pipeline(source, utf8, new CsvRecordReader(MAX_LINE_CHARS), rows, copy).catch((err: unknown) => {
+    await pipeline(...read, copy).catch((err: unknown) => {
       throw readError(err, side !== undefined);
     });
     if (side && rows.staged > 0) {
@@ -324,26 +327,6 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
       await fs.promises.rm(sidePath, { force: true });
     }
   }
-}
-
-/**
- * The upload from its first byte, read through the shared handle without owning it. A stream
- * of `handle.createReadStream()` closes the handle when it is destroyed (whatever autoClose
- * says), and a failed attempt's pipeline destroys it: the next attempt then read a closed
- * handle and hung or failed (a retry after StageEverything, mid-file).
- */
-function readUpload(handle: FileHandle): Readable {
-  return Readable.from(
-    (async function* () {
-      for (let position = 0; ; ) {
-        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(READ_CHUNK_BYTES), 0, READ_CHUNK_BYTES, position);
-        if (bytesRead === 0) return;
-        position += bytesRead;
-        yield bytesRead < READ_CHUNK_BYTES ? buffer.subarray(0, bytesRead) : buffer;
-      }
-    })(),
-    { objectMode: false },
-  );
 }
 
 /** Errors while reading and copying, worded for the client; a duplicate the routing missed restarts the import. */

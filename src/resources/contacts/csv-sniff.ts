@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FileHandle } from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { invalid } from '../../http/errors';
 
 export type CsvEncoding = 'utf-8' | 'windows-1252';
@@ -43,6 +43,35 @@ export async function sniffCsv(handle: FileHandle, fileBytes: number): Promise<S
   } catch {
     return { encoding: 'windows-1252', estimatedRows };
   }
+}
+
+/**
+ * The upload from its first byte, `chunkBytes` at a time, read at explicit positions through
+ * `handle`: every pass over the file gets its own stream, and destroying one (a pass cut
+ * short) leaves the handle open for the next. Not `handle.createReadStream()`: destroying that
+ * stream closes the FileHandle, `autoClose: false` notwithstanding (it only keeps the stream
+ * from destroying itself), so the import's second pass found the upload closed.
+ */
+export function readUpload(handle: FileHandle, chunkBytes: number): Readable {
+  let position = 0;
+  return new Readable({
+    highWaterMark: chunkBytes,
+    read() {
+      handle.read(Buffer.allocUnsafeSlow(chunkBytes), 0, chunkBytes, position).then(
+        ({ bytesRead, buffer }) => {
+          if (this.destroyed) return;
+          if (bytesRead === 0) {
+            this.push(null);
+            return;
+          }
+          position += bytesRead;
+          // A short read (the file's end) is copied: the chunk would keep the whole buffer alive.
+          this.push(bytesRead === buffer.length ? buffer : Buffer.from(buffer.subarray(0, bytesRead)));
+        },
+        (err: Error) => this.destroy(err),
+      );
+    },
+  });
 }
 
 /** Bytes at the end of `buf` that begin a UTF-8 sequence the buffer does not complete (0–3). */
