@@ -2,6 +2,7 @@ import express, { type Express, type Request, type Response } from 'express';
 import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
+import { recordMessageEvents } from '../events/record';
 import { escapeHtml, pageErrors, sendPage } from './page';
 import { recipientCondition } from './recipient';
 
@@ -78,12 +79,27 @@ async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupSt
   return { groups, all: Boolean(all) };
 }
 
-/** The first unsubscribe through a message counts once on its send's or automation's statistics. */
-async function countUnsubscribe(trx: Knex.Transaction, m: MessageContext): Promise<void> {
-  const marked = await trx('deliveries').where({ id: m.deliveryId }).whereNull('unsubscribed_at').update({ unsubscribed_at: trx.fn.now() });
+/**
+ * The first unsubscribe through a message is its `unsubscribed` event (the recipient row
+ * remembers it, so a second visit to the page is no second fact); the statistics count it.
+ */
+async function recordUnsubscribe(trx: Knex.Transaction, m: MessageContext, groupId: number | null): Promise<void> {
+  const marked = await trx('deliveries')
+    .where({ id: m.deliveryId, user_id: m.userId })
+    .whereNull('unsubscribed_at')
+    .update({ unsubscribed_at: trx.fn.now() });
   if (!marked) return;
-  if (m.singleSendId) await trx('single_sends').where({ id: m.singleSendId }).increment('unsubscribes', 1);
-  else if (m.automationId) await trx('automations').where({ id: m.automationId }).increment('total_unsubscribe', 1);
+  await recordMessageEvents(trx, [
+    {
+      type: 'unsubscribed',
+      userId: m.userId,
+      deliveryId: m.deliveryId,
+      singleSendId: m.singleSendId,
+      automationId: m.automationId,
+      email: m.email,
+      data: { group_id: groupId },
+    },
+  ]);
 }
 
 async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: number): Promise<boolean> {
@@ -99,12 +115,13 @@ async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: num
 export async function savePreferences(db: Knex, m: MessageContext, keep: Set<number>, all: boolean): Promise<void> {
   await db.transaction(async (trx) => {
     const { groups } = await groupsFor(trx, m);
-    let unsubscribed = false;
+    // The group the unsubscribe event names: the first one the address newly left (null: everything).
+    let left: number | null | undefined;
     for (const g of groups) {
       if (keep.has(g.id)) {
         await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
-      } else {
-        unsubscribed = (await addToGroup(trx, m, g.id)) || unsubscribed;
+      } else if ((await addToGroup(trx, m, g.id)) && left === undefined) {
+        left = g.id;
       }
     }
     if (all) {
@@ -113,11 +130,11 @@ export async function savePreferences(db: Knex, m: MessageContext, keep: Set<num
          ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
         [m.userId, m.groupId, m.email],
       );
-      unsubscribed = unsubscribed || (r.rowCount ?? 0) > 0;
+      if ((r.rowCount ?? 0) > 0) left = null;
     } else {
       await trx('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
     }
-    if (unsubscribed) await countUnsubscribe(trx, m);
+    if (left !== undefined) await recordUnsubscribe(trx, m, left);
   });
 }
 
@@ -131,7 +148,7 @@ export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
         [m.userId, m.email],
       );
     }
-    await countUnsubscribe(trx, m);
+    await recordUnsubscribe(trx, m, m.groupId);
   });
 }
 

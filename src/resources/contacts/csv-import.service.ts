@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Ctx } from '../../context';
+import { recordAccountEvent } from '../../events/account-events';
 import { AppError, invalid } from '../../http/errors';
 import { scoped } from '../shared/crud';
 import { AddressSet } from './address-set';
@@ -90,6 +91,7 @@ interface Upload {
 interface ImportJob {
   ctx: Ctx;
   importId: number;
+  fileName: string;
   typeId: number;
   upload: Upload;
   customFields: CustomField[];
@@ -152,6 +154,7 @@ async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started:
   return {
     ctx,
     importId,
+    fileName: input.fileName,
     typeId: input.contactTypeId,
     upload,
     customFields,
@@ -346,6 +349,16 @@ async function finishImport(job: ImportJob, written: Written, started: number): 
     durationMs: Date.now() - started,
   };
   await completeImportRecord(job.ctx, job.importId, { ...outcome, fileBytes: job.upload.bytes });
+  // The import is done whatever becomes of its notice (the event and its mail job are one small transaction).
+  await recordAccountEvent(job.ctx, job.ctx.userId, 'contacts.imported', `Contacts imported: ${job.fileName}`, {
+    import_id: job.importId,
+    file_name: job.fileName,
+    contact_type_id: job.typeId,
+    rows_read: outcome.rowsRead,
+    inserted: outcome.inserted,
+    updated: outcome.updated,
+    skipped: outcome.skipped,
+  });
   return outcome;
 }
 
