@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { recordMessageEvents } from '../events/record';
+import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
 import { recipientCondition } from './recipient';
 
@@ -102,15 +103,6 @@ async function recordUnsubscribe(trx: Knex.Transaction, m: MessageContext, group
   ]);
 }
 
-async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: number): Promise<boolean> {
-  const r = await trx.raw(
-    `INSERT INTO unsubscribe_group_recipients (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
-     ON CONFLICT (unsubscribe_groups_id, lower(email_address), user_id) DO NOTHING`,
-    [m.userId, groupId, m.email],
-  );
-  return (r.rowCount ?? 0) > 0;
-}
-
 /** Applies the form: unticked groups get the address, re-ticked ones lose it; "all" is global. */
 export async function savePreferences(db: Knex, m: MessageContext, keep: Set<number>, all: boolean): Promise<void> {
   await db.transaction(async (trx) => {
@@ -119,20 +111,15 @@ export async function savePreferences(db: Knex, m: MessageContext, keep: Set<num
     let left: number | null | undefined;
     for (const g of groups) {
       if (keep.has(g.id)) {
-        await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
-      } else if ((await addToGroup(trx, m, g.id)) && left === undefined) {
+        await resubscribeToGroup(trx, m.userId, g.id, m.email);
+      } else if ((await unsubscribeFromGroup(trx, m.userId, g.id, [m.email])) && left === undefined) {
         left = g.id;
       }
     }
     if (all) {
-      const r = await trx.raw(
-        `INSERT INTO global_unsubscribers (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
-         ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
-        [m.userId, m.groupId, m.email],
-      );
-      if ((r.rowCount ?? 0) > 0) left = null;
+      if (await unsubscribeGlobally(trx, m.userId, [m.email], m.groupId)) left = null;
     } else {
-      await trx('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
+      await resubscribeGlobally(trx, m.userId, m.email);
     }
     if (left !== undefined) await recordUnsubscribe(trx, m, left);
   });
@@ -141,13 +128,8 @@ export async function savePreferences(db: Knex, m: MessageContext, keep: Set<num
 /** RFC 8058 one-click: the address leaves the message's group (or everything, if it has none). */
 export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
   await db.transaction(async (trx) => {
-    if (m.groupId) await addToGroup(trx, m, m.groupId);
-    else {
-      await trx.raw(
-        `INSERT INTO global_unsubscribers (user_id, email_address) VALUES (?, ?) ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
-        [m.userId, m.email],
-      );
-    }
+    if (m.groupId) await unsubscribeFromGroup(trx, m.userId, m.groupId, [m.email]);
+    else await unsubscribeGlobally(trx, m.userId, [m.email]);
     await recordUnsubscribe(trx, m, m.groupId);
   });
 }

@@ -132,6 +132,32 @@ describe('message events', () => {
   });
 });
 
+describe('suppression', () => {
+  it('writes a suppressed recipient as a dropped row and a dropped event with its reason, and sends it nothing', async () => {
+    const list = await makeContactType(db, a, 'Suppressed');
+    await makeContacts(db, a, list, [{ email: 'kept@example.com' }, { email: 'Global-Out@example.com' }, { email: 'group-out@example.com' }]);
+    await db('global_unsubscribers').insert({ user_id: a.id, email_address: 'global-out@EXAMPLE.com' });
+    await db('unsubscribe_group_recipients').insert({ user_id: a.id, unsubscribe_groups_id: group, email_address: 'group-out@example.com' });
+    const before = sink.received.length;
+    const utr = await createSend(list, 'Suppressed');
+    const send = await waitForSend(db, utr);
+    expect(sink.received.slice(before).map((m) => m.to[0])).toEqual(['kept@example.com']);
+    expect(send).toMatchObject({ triggered: 1, delivered: 1, bounces: 0 });
+    const rows = await db('deliveries').where({ single_send_id: send.id }).orderBy('email').select('email', 'status', 'last_error');
+    expect(rows).toEqual([
+      { email: 'Global-Out@example.com', status: 'dropped', last_error: 'unsubscribed' },
+      { email: 'group-out@example.com', status: 'dropped', last_error: 'group_unsubscribed' },
+      { email: 'kept@example.com', status: 'sent', last_error: null },
+    ]);
+    const dropped = await eventsOf({ single_send_id: send.id, type: 'dropped' });
+    expect(dropped.map((e) => [e.email, e.data])).toEqual([
+      ['global-out@example.com', { reason: 'unsubscribed' }],
+      ['group-out@example.com', { reason: 'group_unsubscribed' }],
+    ]);
+    expect(dropped.every((e) => e.delivery_id !== null)).toBe(true);
+  });
+});
+
 describe('account events and their notices', () => {
   beforeAll(async () => {
     expectSuccess(await api(app, a).form('/notification-recipient/save', { email_address: 'boss@acme.test', email_owner: 'Boss' }));
