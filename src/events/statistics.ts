@@ -13,29 +13,48 @@ export function counterOwner(ref: Pick<MessageRef, 'singleSendId' | 'automationI
   return undefined;
 }
 
-interface Counts {
-  user_id: number;
-  id: number;
-  delivered: number;
-  bounces: number;
-  opens: number;
-  unique_opens: number;
-  unsubscribes: number;
-}
+const COUNTERS = [
+  'delivered',
+  'bounces',
+  'opens',
+  'unique_opens',
+  'unsubscribes',
+  'deferred',
+  'dropped',
+  'bounced_hard',
+  'bounced_soft',
+  'total_clicks',
+  'unique_clicks',
+  'complaints',
+] as const;
+type Counter = (typeof COUNTERS)[number];
+type Counts = { user_id: number; id: number } & Record<Counter, number>;
 
-/** Column names of the same counters on each table (the spec named them differently). */
-const COLUMNS = {
-  single_sends: { delivered: 'delivered', bounces: 'bounces', opens: 'total_opens', unique_opens: 'unique_opens', unsubscribes: 'unsubscribes' },
+/** The hourly timeline's counters (message_stats_hourly), a subset of the above. */
+const HOURLY = { delivered: 'delivered', opens: 'opens', total_clicks: 'clicks', unsubscribes: 'unsubscribes' } as const;
+
+/** Column names of the counters on each table (the spec named its own differently; Herald's are alike). */
+const HERALD_COLUMNS = {
+  deferred: 'deferred',
+  dropped: 'dropped',
+  bounced_hard: 'bounced_hard',
+  bounced_soft: 'bounced_soft',
+  total_clicks: 'total_clicks',
+  unique_clicks: 'unique_clicks',
+  complaints: 'complaints',
+} as const;
+const COLUMNS: Record<'single_sends' | 'automations', Record<Counter, string>> = {
+  single_sends: { delivered: 'delivered', bounces: 'bounces', opens: 'total_opens', unique_opens: 'unique_opens', unsubscribes: 'unsubscribes', ...HERALD_COLUMNS },
   automations: {
     delivered: 'total_delivered',
     bounces: 'total_bounces',
     opens: 'total_opens',
     unique_opens: 'total_unique_opens',
     unsubscribes: 'total_unsubscribe',
+    ...HERALD_COLUMNS,
   },
-} as const;
-
-type Counter = keyof (typeof COLUMNS)['single_sends'];
+};
+const OWNER_TYPE = { single_sends: 'single_send', automations: 'automation' } as const;
 
 /**
  * Every pixel hit is an `opened` event (total opens); the first one per recipient row is a
@@ -70,14 +89,21 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     if (!owner) return;
     const key = `${e.userId}:${owner.id}`;
     const map = byOwner[owner.table];
-    const c = map.get(key) ?? { user_id: e.userId, id: owner.id, delivered: 0, bounces: 0, opens: 0, unique_opens: 0, unsubscribes: 0 };
+    const c = map.get(key) ?? ({ user_id: e.userId, id: owner.id, ...Object.fromEntries(COUNTERS.map((k) => [k, 0])) } as Counts);
     c[counter] += 1;
     map.set(key, c);
   };
   for (const e of events) {
     if (e.type === 'delivered') bump(e, 'delivered');
-    else if (e.type === 'bounced') bump(e, 'bounces');
-    else if (e.type === 'unsubscribed') bump(e, 'unsubscribes');
+    else if (e.type === 'bounced') {
+      bump(e, 'bounces');
+      bump(e, e.data.kind === 'hard' ? 'bounced_hard' : 'bounced_soft');
+    } else if (e.type === 'unsubscribed') bump(e, 'unsubscribes');
+    else if (e.type === 'deferred') bump(e, 'deferred');
+    else if (e.type === 'dropped') bump(e, 'dropped');
+    else if (e.type === 'complained') bump(e, 'complaints');
+    // Unique clicks need the per-link state of click tracking (issue 11, not built yet): every click counts in the total.
+    else if (e.type === 'clicked') bump(e, 'total_clicks');
     else if (e.type === 'opened') {
       bump(e, 'opens');
       if (e.deliveryId && first.has(e.deliveryId) && !counted.has(e.deliveryId)) {
@@ -90,15 +116,32 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     const counts = [...byOwner[table].values()];
     if (counts.length === 0) continue;
     const cols = COLUMNS[table];
-    const sets = (Object.keys(cols) as Counter[]).map((k) => `${cols[k]} = t.${cols[k]} + v.${k}`).join(', ');
+    const sets = COUNTERS.map((k) => `${cols[k]} = t.${cols[k]} + v.${k}`).join(', ');
     // Ordered by key so two transactions updating the same rows take their locks in one order.
     counts.sort((a, b) => a.user_id - b.user_id || a.id - b.id);
     await trx.raw(
       `UPDATE ${table} t SET ${sets}
-       FROM json_to_recordset(?::json)
-         AS v(user_id integer, id integer, delivered integer, bounces integer, opens integer, unique_opens integer, unsubscribes integer)
+       FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${COUNTERS.map((k) => `${k} integer`).join(', ')})
        WHERE t.id = v.id AND t.user_id = v.user_id`,
       [JSON.stringify(counts)],
     );
+    await addHourly(trx, table, counts);
   }
+}
+
+/** The timeline of GET /single/send/stats and /automations/stats: this hour's row per send or automation. */
+async function addHourly(trx: Knex.Transaction, table: 'single_sends' | 'automations', counts: Counts[]): Promise<void> {
+  const keys = Object.keys(HOURLY) as Array<keyof typeof HOURLY>;
+  const rows = counts.filter((c) => keys.some((k) => c[k] > 0));
+  if (rows.length === 0) return;
+  const cols = keys.map((k) => HOURLY[k]);
+  await trx.raw(
+    `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, ${cols.join(', ')})
+     SELECT v.user_id, ?, v.id, date_trunc('hour', now()), ${keys.map((k) => `v.${k}`).join(', ')}
+     FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${keys.map((k) => `${k} integer`).join(', ')})
+     ORDER BY v.user_id, v.id
+     ON CONFLICT (user_id, owner_type, owner_id, hour)
+     DO UPDATE SET ${cols.map((c) => `${c} = message_stats_hourly.${c} + EXCLUDED.${c}`).join(', ')}`,
+    [OWNER_TYPE[table], JSON.stringify(rows)],
+  );
 }

@@ -101,8 +101,13 @@ describe('message events', () => {
       expect.objectContaining({ email: 'slow@example.com', data: { status: 451, diagnostic: expect.stringContaining('Try later') } }),
     ]);
     expect(events.every((e) => e.automation_id === null)).toBe(true);
-    // The spec's counters are made from the same events.
+    // The spec's counters, Herald's own and GET /events are made from the same events.
     expect(await db('single_sends').where({ id: sendId }).first('delivered', 'bounces')).toEqual({ delivered: 2, bounces: 2 });
+    const stats = (await api(app, a).get(`/single/send/stats?utr=${utr}`)).body.message;
+    expect(stats).toMatchObject({ delivered: 2, bounces: 2, bounced_hard: 1, bounced_soft: 1, deferred: 2, dropped: 0 });
+    expect(stats.timeline.reduce((n: number, h: { delivered: number }) => n + h.delivered, 0)).toBe(2);
+    const listed = (await api(app, a).get(`/events?single_send_utr=${utr}&type=delivered`)).body.message;
+    expect(listed.events.map((e: { email: string }) => e.email).sort()).toEqual(['ok-one@example.com', 'ok-two@example.com']);
   });
 
   it('records an opened event per pixel load; the first per recipient is a unique open', async () => {
