@@ -150,6 +150,39 @@ describe('GET /events', () => {
   });
 });
 
+describe('event ids in commit order', () => {
+  it('a writer of the same account waits for an earlier uncommitted one, so a reader by id never passes a late commit', async () => {
+    const c = await makeAccount(db);
+    const ev = (email: string): MessageEvent => ({ type: 'delivered', userId: c.id, deliveryId: null, singleSendId: null, automationId: null, email });
+    const first = await db.transaction();
+    try {
+      await recordMessageEvents(first, [ev('first@example.com')]);
+      let secondDone = false;
+      const second = db.transaction((trx) => recordMessageEvents(trx, [ev('second@example.com')])).then(() => (secondDone = true));
+      await new Promise((r) => setTimeout(r, 300));
+      // Still waiting on the first writer's lock: nothing of the second is visible, nor can its id be below a later commit.
+      expect(secondDone).toBe(false);
+      expect(await db('events').where({ user_id: c.id }).pluck('email')).toEqual([]);
+      await first.commit();
+      await second;
+    } finally {
+      if (!first.isCompleted()) await first.rollback();
+    }
+    const rows = await db('events').where({ user_id: c.id }).orderBy('id').pluck('email');
+    expect(rows).toEqual(['first@example.com', 'second@example.com']);
+    // Another account is never held up by it.
+    const d = await makeAccount(db);
+    const held = await db.transaction();
+    try {
+      await recordMessageEvents(held, [ev('held@example.com')]);
+      await db.transaction((trx) => recordMessageEvents(trx, [{ ...ev('free@example.com'), userId: d.id }]));
+    } finally {
+      await held.rollback();
+    }
+    expect(await db('events').where({ user_id: d.id }).pluck('email')).toEqual(['free@example.com']);
+  });
+});
+
 describe('GET /single/send/stats', () => {
   it('gives the spec’s counters and Herald’s own, made from the same events, with an hourly timeline', async () => {
     const res = await api(app, a).get(`/single/send/stats?utr=${sendUtr}`);
