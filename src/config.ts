@@ -59,6 +59,7 @@ const schema = z.object({
   SEND_RATE_SCOPE: z.enum(['process', 'global'], { message: 'must be process or global' }).default('process'),
   SEND_LEASE_MS: intIn(1000, 86_400_000).optional(),
   MAIL_FROM: z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional(),
+  EVENTS_RETENTION_DAYS: intIn(1, 36_500).default(180),
 });
 
 export interface Config {
@@ -98,6 +99,8 @@ export interface Config {
   sendLeaseMs: number;
   /** Envelope and From address of Herald's own mail (verification, notifications). */
   mailFrom: string;
+  /** Events older than this many days are purged by the worker (hourly). */
+  eventsRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -149,5 +152,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Longer than any one SMTP conversation can take, unless set.
     sendLeaseMs: c.SEND_LEASE_MS ?? Math.max(60_000, c.SMTP_TIMEOUT_MS * 3),
     mailFrom: c.MAIL_FROM ?? `herald@${new URL(c.PUBLIC_URL ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
+    eventsRetentionDays: c.EVENTS_RETENTION_DAYS,
   };
 }

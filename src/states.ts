@@ -120,6 +120,7 @@ export const DeliveryStatus = {
   Bounced: 'bounced',
   Failed: 'failed',
   Cancelled: 'cancelled',
+  Dropped: 'dropped',
 } as const;
 export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
 
@@ -127,10 +128,11 @@ export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
  * Queued → sending when a worker claims the row (sending → sending when another worker takes
  * an expired lease over); sending → sent, bounced (refused permanently), failed (after the
  * last retry), or queued again (a retry later, or a claim a stopping worker gives back). A
- * queued row of a deleted send or automation is cancelled.
+ * queued row of a deleted send or automation is cancelled. A recipient the suppression rule
+ * refuses at fan-out is written dropped and never moves (src/suppression).
  */
 export const deliveryStatus = machine('delivery status', DeliveryStatus, {
-  initial: ['Queued'],
+  initial: ['Queued', 'Dropped'],
   moves: {
     Queued: ['Sending', 'Cancelled'],
     Sending: ['Sending', 'Sent', 'Bounced', 'Failed', 'Queued'],
@@ -138,6 +140,7 @@ export const deliveryStatus = machine('delivery status', DeliveryStatus, {
     Bounced: [],
     Failed: [],
     Cancelled: [],
+    Dropped: [],
   },
 });
 

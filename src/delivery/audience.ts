@@ -1,15 +1,22 @@
 import type { Knex } from 'knex';
+import { recordMessageEvents } from '../events/record';
+import type { DropReason } from '../events/types';
+import { suppressionReasonSql } from '../suppression';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { extraRecipients, matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { deliveryStatus } from '../states';
 
 /**
  * The audience of a send, written as recipient rows in set-based SQL. Sources (contact types
  * and segments) are walked in order with keyset paging on the contact id, one chunk per
  * statement (`INSERT … SELECT`, see chunkSql for when it is `ON CONFLICT DO NOTHING`); the
- * unique index on (send, address) keeps an address from being written twice. Exclusions,
- * global unsubscribers and the send's unsubscribe group are `NOT EXISTS` anti-joins (hash
- * anti-joins over the chunk in the plans measured).
+ * unique index on (send, address) keeps an address from being written twice. Exclusions are
+ * `NOT EXISTS` anti-joins (hash anti-joins over the chunk in the plans measured). An address the
+ * suppression rule refuses (src/suppression: global unsubscribers, the send's group) is written
+ * as a `dropped` row with its reason in `last_error`, and recorded as a `dropped` event: the
+ * send's history says why it was not sent, instead of a silent gap. Only queued rows count as
+ * triggered.
  *
  * A row holds the address and the contact it came from, nothing more: the worker reads the
  * contact's placeholder values when it claims the row (src/delivery/queue.ts), so a contact
@@ -53,18 +60,13 @@ async function loadSegment(db: Knex, userId: number, id: number): Promise<Segmen
   return (await db('segments').where({ id, user_id: userId }).whereNull('deleted_at').first()) as SegmentRow | undefined;
 }
 
-/** `NOT EXISTS` clauses for everything that keeps an address out (alias `src` = candidate). */
-async function suppression(db: Knex, t: FanoutTarget): Promise<Knex.Raw[]> {
-  const clauses: Knex.Raw[] = [
-    db.raw(
-      'NOT EXISTS (SELECT 1 FROM global_unsubscribers g WHERE g.user_id = ? AND lower(g.email_address) = lower(src.email))',
-      [t.userId],
-    ),
-    db.raw(
-      'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients ug WHERE ug.unsubscribe_groups_id = ? AND ug.user_id = ? AND lower(ug.email_address) = lower(src.email))',
-      [t.groupId, t.userId],
-    ),
-  ];
+/**
+ * `NOT EXISTS` clauses for the send's exclusions (alias `src` = candidate): an excluded address
+ * is no recipient at all. Suppressed addresses (src/suppression) are recipients that are not
+ * sent: they get a `dropped` row and event (chunkSql).
+ */
+async function exclusions(db: Knex, t: FanoutTarget): Promise<Knex.Raw[]> {
+  const clauses: Knex.Raw[] = [];
   const fields = await loadRuleFields({ userId: t.userId, db });
   for (const ex of t.exclusions) {
     if (ex.table === 'contacts_') {
@@ -126,17 +128,26 @@ async function chunkQuery(
  * have taken an address already written (edited between two chunks), the plain insert fails
  * on the unique index and the chunk is written again with ON CONFLICT.
  */
+const { sql: D } = deliveryStatus;
+
 function chunkSql(filters: number, skipDuplicates: boolean): string {
   return `WITH chunk AS MATERIALIZED (?),
-     ins AS (
-       INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data)
-       SELECT ?, ?, src.contact_id, src.email, src.data
+     candidates AS (
+       SELECT src.contact_id, src.email, src.data, ? AS drop_reason
        FROM chunk src
-       WHERE ${Array.from({ length: filters }, () => '?').join(' AND ')}
+       WHERE ${filters ? Array.from({ length: filters }, () => '?').join(' AND ') : 'true'}
+     ),
+     ins AS (
+       INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data, status, last_error)
+       SELECT ?, ?, c.contact_id, c.email, c.data, CASE WHEN c.drop_reason IS NULL THEN ${D.Queued} ELSE ${D.Dropped} END, c.drop_reason
+       FROM candidates c
        ${skipDuplicates ? 'ON CONFLICT (single_send_id, lower(email), user_id) WHERE single_send_id IS NOT NULL DO NOTHING' : ''}
-       RETURNING 1
+       RETURNING id, email, status, last_error
      )
-     SELECT (SELECT max(key) FROM chunk) AS last_key, (SELECT count(*) FROM chunk) AS n, (SELECT count(*) FROM ins) AS inserted`;
+     SELECT (SELECT max(key) FROM chunk) AS last_key, (SELECT count(*) FROM chunk) AS n,
+            (SELECT count(*) FROM ins WHERE status = ${D.Queued}) AS inserted,
+            (SELECT coalesce(json_agg(json_build_object('id', id, 'email', email, 'reason', last_error)), '[]'::json)
+             FROM ins WHERE status = ${D.Dropped}) AS dropped`;
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -155,8 +166,8 @@ export async function fanOutChunk(
   const chunk = await chunkQuery(trx, t, cursor, size);
   const skipSource = { next: { source: cursor.source + 1, after: 0 }, inserted: 0 };
   if (!chunk) return skipSource;
-  const filters = await suppression(trx, t);
-  const bindings = [chunk.q, t.userId, t.singleSendId, ...filters];
+  const filters = await exclusions(trx, t);
+  const bindings = [chunk.q, suppressionReasonSql(trx, t.userId, t.groupId, 'src.email'), ...filters, t.userId, t.singleSendId];
   const write = (db: Knex, skipDuplicates: boolean) => db.raw(chunkSql(filters.length, skipDuplicates), bindings);
   let result;
   if (cursor.source === 0 && chunk.keyset) {
@@ -170,8 +181,20 @@ export async function fanOutChunk(
   } else {
     result = await write(trx, true);
   }
-  const row = result.rows[0] as { last_key: number | null; n: number; inserted: number };
+  const row = result.rows[0] as { last_key: number | null; n: number; inserted: number; dropped: Array<{ id: number; email: string; reason: DropReason }> };
   const inserted = Number(row.inserted);
+  await recordMessageEvents(
+    trx,
+    row.dropped.map((d) => ({
+      type: 'dropped' as const,
+      userId: t.userId,
+      deliveryId: Number(d.id),
+      singleSendId: t.singleSendId,
+      automationId: null,
+      email: d.email,
+      data: { reason: d.reason },
+    })),
+  );
   if (!chunk.keyset) return { next: { ...cursor, extraDone: true }, inserted };
   if (Number(row.n) < size) return { next: { source: cursor.source + 1, after: 0 }, inserted };
   return { next: { ...cursor, after: Number(row.last_key) }, inserted };

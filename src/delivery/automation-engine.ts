@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
+import { recordMessageEvents } from '../events/record';
+import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
+import { suppressedAmong, type SuppressionReason } from '../suppression';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
 import { AutomationStatus, AutomationType, ExitCriteria, ProgressState, progressState } from '../states';
@@ -154,33 +157,25 @@ async function stepsOf(trx: Knex, automationIds: number[]): Promise<Map<number, 
   return map;
 }
 
-/** Addresses that must not get the automation's mail: deleted contacts, unsubscribed ones. */
-async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, string>> {
-  const reasons = new Map<number, string>();
+/**
+ * Why a due step must not be sent: its contact was deleted, or the suppression rule
+ * (src/suppression) refuses its address for the automation's group. Suppressed ones are
+ * recorded as `dropped` events by the caller.
+ */
+async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, { exit: string; dropped?: SuppressionReason }>> {
+  const reasons = new Map<number, { exit: string; dropped?: SuppressionReason }>();
   const contacts = new Set(
     (await trx('contacts').whereIn('id', rows.map((r) => r.contact_id)).whereNull('deleted_at').pluck('id')) as number[],
   );
-  const emails = JSON.stringify(rows.map((r) => r.email.toLowerCase()));
-  const inEmails = 'lower(email_address) IN (SELECT jsonb_array_elements_text(?::jsonb))';
-  const global = new Set(
-    ((await trx('global_unsubscribers')
-      .whereIn('user_id', [...new Set(rows.map((r) => r.user_id))])
-      .whereRaw(inEmails, [emails])
-      .select('user_id', trx.raw('lower(email_address) AS email'))) as Array<{ user_id: number; email: string }>).map((g) => `${g.user_id}:${g.email}`),
+  const refused = await suppressedAmong(
+    trx,
+    rows.map((r) => ({ userId: r.user_id, email: r.email, groupId: r.unsubscribe_group_id })),
   );
-  const grouped = new Set(
-    ((await trx('unsubscribe_group_recipients')
-      .whereIn('unsubscribe_groups_id', [...new Set(rows.map((r) => r.unsubscribe_group_id ?? 0))])
-      .whereRaw(inEmails, [emails])
-      .select('unsubscribe_groups_id', trx.raw('lower(email_address) AS email'))) as Array<{ unsubscribe_groups_id: number; email: string }>).map(
-      (g) => `${g.unsubscribe_groups_id}:${g.email}`,
-    ),
-  );
-  for (const r of rows) {
-    const email = r.email.toLowerCase();
-    if (!contacts.has(r.contact_id)) reasons.set(r.id, 'contact deleted');
-    else if (global.has(`${r.user_id}:${email}`) || grouped.has(`${r.unsubscribe_group_id}:${email}`)) reasons.set(r.id, 'unsubscribed');
-  }
+  rows.forEach((r, i) => {
+    const suppressed = refused.get(i);
+    if (!contacts.has(r.contact_id)) reasons.set(r.id, { exit: 'contact deleted' });
+    else if (suppressed) reasons.set(r.id, { exit: 'unsubscribed', dropped: suppressed });
+  });
   return reasons;
 }
 
@@ -215,7 +210,7 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
     const queue: Array<{ user_id: number; automation_id: number; schedule_id: number; contact_id: number }> = [];
     const progress: Progress[] = rows.map((r) => {
       const reason = reasons.get(r.id);
-      if (reason) return { id: r.id, state: ProgressState.Exited, exit_reason: reason, next_schedule_id: null, wait_seconds: null, sent: false };
+      if (reason) return { id: r.id, state: ProgressState.Exited, exit_reason: reason.exit, next_schedule_id: null, wait_seconds: null, sent: false };
       const list = steps.get(r.automation_id) ?? [];
       // The email due now; if it was removed meanwhile, the next one after it.
       const at = list.findIndex((s) => s.id >= r.next_schedule_id);
@@ -250,6 +245,15 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
        WHERE ac.id = v.id`,
       [JSON.stringify(progress)],
     );
+    // Last in the transaction: the events lock (src/events/record.ts) is held from here to commit.
+    const dropped: MessageEvent[] = [];
+    for (const r of rows) {
+      const reason = reasons.get(r.id)?.dropped;
+      if (reason) {
+        dropped.push({ type: 'dropped', userId: r.user_id, deliveryId: null, singleSendId: null, automationId: r.automation_id, email: r.email, data: { reason } });
+      }
+    }
+    await recordMessageEvents(trx, dropped);
     return rows.length;
   });
 }

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { recordMessageEvents } from '../events/record';
+import type { MessageEvent } from '../events/types';
 import { DeliveryStatus, deliveryStatus } from '../states';
 
 /**
@@ -119,8 +121,8 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
 
 export type Outcome =
   | { status: typeof DeliveryStatus.Sent; messageId: string }
-  | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string }
-  | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date };
+  | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string; code?: number }
+  | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date; code?: number };
 
 // An outcome moves its row from sending to the outcome's status: moves the table allows.
 for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Queued]) {
@@ -129,42 +131,54 @@ for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Fa
 const { sql: D } = deliveryStatus;
 
 /**
- * Writes a batch's outcomes and the statistics they make (delivered, bounces per single send
- * and per automation) in one statement: the statistics count only the rows this statement
- * changed, so an outcome that no longer applies (its claim was taken over) counts nothing.
- * Returns how many outcomes applied.
+ * Writes a batch's outcomes in one statement; only rows still under the claim that tried them
+ * change (an outcome whose claim was taken over applies to nothing), and the rows that did
+ * change come back to be recorded as events.
  */
 export const RECORD_OUTCOMES_SQL = `
-  WITH v AS (
-    SELECT * FROM json_to_recordset(?::json)
-      AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz)
-  ), done AS (
-    UPDATE deliveries d SET
-      status = v.status,
-      sent_at = CASE WHEN v.status = ${D.Sent} THEN now() ELSE d.sent_at END,
-      message_id = coalesce(v.message_id, d.message_id),
-      last_error = v.error,
-      next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
-      locked_until = NULL
-    FROM v
-    WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = ${D.Sending} AND d.attempts = v.attempts
-    RETURNING d.user_id, d.single_send_id, d.automation_id, d.status
-  ), counts AS (
-    SELECT user_id, single_send_id, automation_id,
-           count(*) FILTER (WHERE status = ${D.Sent}) AS delivered,
-           count(*) FILTER (WHERE status IN (${D.Bounced}, ${D.Failed})) AS bounces
-    FROM done GROUP BY 1, 2, 3
-  ), sends AS (
-    UPDATE single_sends s SET delivered = s.delivered + c.delivered, bounces = s.bounces + c.bounces
-    FROM counts c
-    WHERE s.id = c.single_send_id AND s.user_id = c.user_id AND c.delivered + c.bounces > 0
-  ), automations AS (
-    UPDATE automations a SET total_delivered = a.total_delivered + c.delivered, total_bounces = a.total_bounces + c.bounces
-    FROM counts c
-    WHERE c.single_send_id IS NULL AND a.id = c.automation_id AND a.user_id = c.user_id AND c.delivered + c.bounces > 0
-  )
-  SELECT count(*)::int AS applied FROM done`;
+  UPDATE deliveries d SET
+    status = v.status,
+    sent_at = CASE WHEN v.status = ${D.Sent} THEN now() ELSE d.sent_at END,
+    message_id = coalesce(v.message_id, d.message_id),
+    last_error = v.error,
+    next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
+    locked_until = NULL
+  FROM json_to_recordset(?::json)
+    AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz, code integer)
+  WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = ${D.Sending} AND d.attempts = v.attempts
+  RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.email, d.status, v.error, v.code`;
 
+interface Applied {
+  id: string | number;
+  user_id: number;
+  single_send_id: number | null;
+  automation_id: number | null;
+  email: string;
+  status: Outcome['status'];
+  error: string | null;
+  code: number | null;
+}
+
+/** What an applied outcome is as an event: SMTP accepted, will retry, or given up (5xx: hard; out of attempts: soft). */
+function outcomeEvent(row: Applied): MessageEvent {
+  const ref = {
+    userId: row.user_id,
+    deliveryId: Number(row.id),
+    singleSendId: row.single_send_id,
+    automationId: row.automation_id,
+    email: row.email,
+  };
+  const diagnostic = row.error ?? '';
+  if (row.status === DeliveryStatus.Sent) return { ...ref, type: 'delivered' };
+  if (row.status === DeliveryStatus.Queued) return { ...ref, type: 'deferred', data: { status: row.code, diagnostic } };
+  return { ...ref, type: 'bounced', data: { kind: row.status === DeliveryStatus.Bounced ? 'hard' : 'soft', status: row.code, diagnostic } };
+}
+
+/**
+ * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
+ * transaction, so an outcome and its event are never one without the other. Returns how many
+ * outcomes applied.
+ */
 export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[]): Promise<number> {
   if (outcomes.length === 0) return 0;
   const values = outcomes.map((o, i) => ({
@@ -175,7 +189,12 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Out
     message_id: o.status === DeliveryStatus.Sent ? o.messageId : null,
     error: o.status === DeliveryStatus.Sent ? null : o.error.slice(0, 1000),
     retry_at: o.status === DeliveryStatus.Queued ? o.retryAt.toISOString() : null,
+    code: o.status === DeliveryStatus.Sent ? null : (o.code ?? null),
   }));
-  const result = await db.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
-  return (result.rows[0] as { applied: number }).applied;
+  return db.transaction(async (trx) => {
+    const result = await trx.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
+    const applied = result.rows as Applied[];
+    await recordMessageEvents(trx, applied.map(outcomeEvent));
+    return applied.length;
+  });
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
-import { recordEvent, type EventDeps } from '../events/account-events';
+import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
@@ -43,7 +43,7 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
   const started = result.rows as SendRow[];
   for (const s of started) {
     deps.logger.info({ singleSend: s.utr }, 'single send started');
-    await recordEvent(deps, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
+    await recordAccountEvent(deps, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
       single_send: s.single_send_name,
       utr: s.utr,
     }).catch((err) => deps.logger.warn({ err }, 'event failed'));
@@ -170,7 +170,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
   }
   for (const s of completed) {
     deps.logger.info({ singleSend: s.utr, delivered: s.delivered, bounces: s.bounces }, 'single send completed');
-    await recordEvent(deps, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
+    await recordAccountEvent(deps, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
       single_send: s.single_send_name,
       utr: s.utr,
       triggered: s.triggered,

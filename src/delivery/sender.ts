@@ -183,9 +183,9 @@ export class Sender {
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.
       const e = err instanceof MailError ? err : new MailError(String((err as Error)?.message ?? err), false);
-      if (e.permanent) return { status: DeliveryStatus.Bounced, error: e.message };
-      if (row.attempts >= config.maxAttempts) return { status: DeliveryStatus.Failed, error: e.message };
-      return { status: DeliveryStatus.Queued, error: e.message, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
+      if (e.permanent) return { status: DeliveryStatus.Bounced, error: e.message, code: e.code };
+      if (row.attempts >= config.maxAttempts) return { status: DeliveryStatus.Failed, error: e.message, code: e.code };
+      return { status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
     }
   }
 }

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import { runOutbox } from '../events/outbox';
+import { purgeEvents } from '../events/retention';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
 import type { Mailer } from '../mail/mailer';
@@ -51,7 +53,8 @@ class Alarm {
 
 /**
  * The delivery worker: starts due sends, writes audiences, claims recipient rows, renders
- * and sends them, records outcomes and statistics in batches, completes sends. Everything it
+ * and sends them, records outcomes and their events in batches, completes sends, does the
+ * outbox's jobs (notification mail) and purges old events. Everything it
  * knows is in PostgreSQL, so it can be killed at any point and another worker (or itself,
  * restarted) carries on.
  */
@@ -62,6 +65,8 @@ export class Worker {
   /** Rings the sending loop (new rows may be due) / the housekeeping loop (the queue ran dry). */
   private readonly senderAlarm = new Alarm();
   private readonly housekeepingAlarm = new Alarm();
+  /** When events were last purged (EVENTS_RETENTION_DAYS); 0: not yet in this process. */
+  private lastPurge = 0;
 
   constructor(private readonly deps: WorkerDeps) {
     const throttle =
@@ -101,6 +106,9 @@ export class Worker {
         // Each chunk of an audience can be sent as soon as it is written.
         busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.senderAlarm.ring());
         busy += await completeSends(this.deps);
+        // Notification mail (and later webhook calls): side effects queued by requests and the steps above.
+        busy += await runOutbox(this.deps);
+        await this.purgeHourly();
       } catch (err) {
         this.deps.logger.error({ err }, 'worker round failed; retrying shortly');
         busy = 0;
@@ -109,6 +117,13 @@ export class Worker {
       if (busy) this.senderAlarm.ring();
       else if (this.running) await this.housekeepingAlarm.nap(this.deps.config.workerPollMs);
     }
+  }
+
+  private async purgeHourly(): Promise<void> {
+    if (Date.now() - this.lastPurge < 3600_000) return;
+    this.lastPurge = Date.now();
+    const purged = await purgeEvents(this.deps.db, this.deps.config.eventsRetentionDays);
+    if (purged) this.deps.logger.info({ purged }, 'old events purged');
   }
 
   /** Sending (see Sender) until stopped; when the queue runs dry, housekeeping may complete a send. */

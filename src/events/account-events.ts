@@ -1,53 +1,39 @@
 import type { Knex } from 'knex';
-import { escapeHtml } from '../mail/escape-html';
-import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../mail/system-mail';
+import type { Logger } from '../logger';
+import { lockAccountEvents } from './record';
+import type { AccountEventType } from './types';
 
-export type EventType =
-  | 'single_send.started'
-  | 'single_send.completed'
-  | 'automation.live'
-  | 'automation.paused'
-  | 'contacts.imported'
-  | 'sender.verified';
-
-export interface EventDeps extends SystemMailDeps {
+export interface EventDeps {
   db: Knex;
+  logger: Logger;
 }
 
+/** What an account event carries: the facts shown in its notification mail and in GET /events. */
+export type Facts = Record<string, string | number | null>;
+
 /**
- * Records an account event and mails it to the account's notification recipients. Mailing is
- * best effort: a failure is kept on the event row and logged, never undoes what happened.
+ * Records an account event and queues its notification mail for the worker (src/events/outbox.ts):
+ * one `outbox_jobs` row naming the account's notification recipients as they are now. The caller
+ * (often an API request) does not wait for SMTP. `data` holds the facts and the mail's subject.
  */
-export async function recordEvent(
-  deps: EventDeps,
+export async function recordAccountEvent(
+  deps: Pick<EventDeps, 'db'>,
   userId: number,
-  type: EventType,
+  type: AccountEventType,
   subject: string,
-  facts: Record<string, string | number | null>,
+  facts: Facts,
 ): Promise<void> {
-  const [event] = await deps.db('account_events')
-    .insert({ user_id: userId, type, subject: subject.slice(0, 255), payload: JSON.stringify(facts) })
-    .returning(['id']);
-  const recipients = (await deps.db('notification_recipients').where({ user_id: userId }).select('email_address', 'email_owner')) as Array<{
-    email_address: string;
-    email_owner: string;
-  }>;
-  const rows = Object.entries(facts)
-    .map(([k, v]) => `<tr><td style="padding:2px 12px 2px 0;color:#6b7280">${escapeHtml(k.replace(/_/g, ' '))}</td><td>${escapeHtml(v ?? '')}</td></tr>`)
-    .join('');
-  const html = systemMailHtml(subject, [`<table style="border-collapse:collapse">${rows}</table>`]);
-  let notified = 0;
-  const errors: string[] = [];
-  for (const r of recipients) {
-    try {
-      await sendSystemMail(deps, { to: { name: r.email_owner, email: r.email_address }, subject: `[Herald] ${subject}`, html });
-      notified += 1;
-    } catch (err) {
-      errors.push(`${r.email_address}: ${(err as Error).message}`);
-    }
-  }
-  if (errors.length) deps.logger.warn({ event: event.id, errors }, 'notification mail failed');
-  await deps.db('account_events')
-    .where({ id: event.id })
-    .update({ notified, notify_error: errors.length ? errors.join('; ').slice(0, 2000) : null });
+  await deps.db.transaction(async (trx) => {
+    await lockAccountEvents(trx, [userId]);
+    const [event] = await trx('events')
+      .insert({ user_id: userId, type, data: JSON.stringify({ ...facts, subject: subject.slice(0, 255) }) })
+      .returning(['id']);
+    await trx.raw(
+      `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
+       SELECT ?, 'notification', ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
+       FROM notification_recipients WHERE user_id = ?
+       HAVING count(*) > 0`,
+      [userId, event.id, userId],
+    );
+  });
 }

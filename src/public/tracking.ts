@@ -1,36 +1,34 @@
 import type { Express } from 'express';
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
+import { recordMessageEvents } from '../events/record';
 import { recipientCondition } from './recipient';
 
 /** The smallest transparent GIF (43 bytes). */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 /**
- * Counts an open: every load adds to total opens, the first one per recipient to unique
- * opens. Returns false for a token that is not ours.
+ * Records an `opened` event: every load is one (total opens); the statistics count the first
+ * per recipient as a unique open. Returns false for a token that is not ours.
  */
 export async function recordOpen(db: Knex, token: string): Promise<boolean> {
   const recipient = await recipientCondition(db, token);
   if (!recipient) return false;
-  return db.transaction(async (trx) => {
-    const row = await recipient(trx('deliveries'))
-      .update({ open_count: trx.raw('open_count + 1'), opened_at: trx.raw('coalesce(opened_at, now())') })
-      .returning(['single_send_id', 'automation_id', 'open_count']);
-    if (row.length === 0) return false;
-    const { single_send_id: sendId, automation_id: automationId, open_count: count } = row[0];
-    const unique = count === 1 ? 1 : 0;
-    if (sendId) {
-      await trx('single_sends')
-        .where({ id: sendId })
-        .update({ total_opens: trx.raw('total_opens + 1'), unique_opens: trx.raw('unique_opens + ?', [unique]) });
-    } else if (automationId) {
-      await trx('automations')
-        .where({ id: automationId })
-        .update({ total_opens: trx.raw('total_opens + 1'), total_unique_opens: trx.raw('total_unique_opens + ?', [unique]) });
-    }
-    return true;
-  });
+  const row = await recipient(db('deliveries')).first('id', 'user_id', 'single_send_id', 'automation_id', 'email');
+  if (!row) return false;
+  await db.transaction((trx) =>
+    recordMessageEvents(trx, [
+      {
+        type: 'opened',
+        userId: row.user_id,
+        deliveryId: Number(row.id),
+        singleSendId: row.single_send_id,
+        automationId: row.automation_id,
+        email: row.email,
+      },
+    ]),
+  );
+  return true;
 }
 
 /** GET /t/open/<token>.gif: always the GIF (also for unknown tokens or a failing database). */

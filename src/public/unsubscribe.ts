@@ -2,6 +2,8 @@ import express, { type Express, type Request, type Response } from 'express';
 import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
+import { recordMessageEvents } from '../events/record';
+import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
 import { recipientCondition } from './recipient';
 
@@ -78,60 +80,57 @@ async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupSt
   return { groups, all: Boolean(all) };
 }
 
-/** The first unsubscribe through a message counts once on its send's or automation's statistics. */
-async function countUnsubscribe(trx: Knex.Transaction, m: MessageContext): Promise<void> {
-  const marked = await trx('deliveries').where({ id: m.deliveryId }).whereNull('unsubscribed_at').update({ unsubscribed_at: trx.fn.now() });
+/**
+ * The first unsubscribe through a message is its `unsubscribed` event (the recipient row
+ * remembers it, so a second visit to the page is no second fact); the statistics count it.
+ */
+async function recordUnsubscribe(trx: Knex.Transaction, m: MessageContext, groupId: number | null): Promise<void> {
+  const marked = await trx('deliveries')
+    .where({ id: m.deliveryId, user_id: m.userId })
+    .whereNull('unsubscribed_at')
+    .update({ unsubscribed_at: trx.fn.now() });
   if (!marked) return;
-  if (m.singleSendId) await trx('single_sends').where({ id: m.singleSendId }).increment('unsubscribes', 1);
-  else if (m.automationId) await trx('automations').where({ id: m.automationId }).increment('total_unsubscribe', 1);
-}
-
-async function addToGroup(trx: Knex.Transaction, m: MessageContext, groupId: number): Promise<boolean> {
-  const r = await trx.raw(
-    `INSERT INTO unsubscribe_group_recipients (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
-     ON CONFLICT (unsubscribe_groups_id, lower(email_address), user_id) DO NOTHING`,
-    [m.userId, groupId, m.email],
-  );
-  return (r.rowCount ?? 0) > 0;
+  await recordMessageEvents(trx, [
+    {
+      type: 'unsubscribed',
+      userId: m.userId,
+      deliveryId: m.deliveryId,
+      singleSendId: m.singleSendId,
+      automationId: m.automationId,
+      email: m.email,
+      data: { group_id: groupId },
+    },
+  ]);
 }
 
 /** Applies the form: unticked groups get the address, re-ticked ones lose it; "all" is global. */
 export async function savePreferences(db: Knex, m: MessageContext, keep: Set<number>, all: boolean): Promise<void> {
   await db.transaction(async (trx) => {
     const { groups } = await groupsFor(trx, m);
-    let unsubscribed = false;
+    // The group the unsubscribe event names: the first one the address newly left (null: everything).
+    let left: number | null | undefined;
     for (const g of groups) {
       if (keep.has(g.id)) {
-        await trx('unsubscribe_group_recipients').where('unsubscribe_groups_id', g.id).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
-      } else {
-        unsubscribed = (await addToGroup(trx, m, g.id)) || unsubscribed;
+        await resubscribeToGroup(trx, m.userId, g.id, m.email);
+      } else if ((await unsubscribeFromGroup(trx, m.userId, g.id, [m.email])) && left === undefined) {
+        left = g.id;
       }
     }
     if (all) {
-      const r = await trx.raw(
-        `INSERT INTO global_unsubscribers (user_id, unsubscribe_groups_id, email_address) VALUES (?, ?, ?)
-         ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
-        [m.userId, m.groupId, m.email],
-      );
-      unsubscribed = unsubscribed || (r.rowCount ?? 0) > 0;
+      if (await unsubscribeGlobally(trx, m.userId, [m.email], m.groupId)) left = null;
     } else {
-      await trx('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).delete();
+      await resubscribeGlobally(trx, m.userId, m.email);
     }
-    if (unsubscribed) await countUnsubscribe(trx, m);
+    if (left !== undefined) await recordUnsubscribe(trx, m, left);
   });
 }
 
 /** RFC 8058 one-click: the address leaves the message's group (or everything, if it has none). */
 export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
   await db.transaction(async (trx) => {
-    if (m.groupId) await addToGroup(trx, m, m.groupId);
-    else {
-      await trx.raw(
-        `INSERT INTO global_unsubscribers (user_id, email_address) VALUES (?, ?) ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
-        [m.userId, m.email],
-      );
-    }
-    await countUnsubscribe(trx, m);
+    if (m.groupId) await unsubscribeFromGroup(trx, m.userId, m.groupId, [m.email]);
+    else await unsubscribeGlobally(trx, m.userId, [m.email]);
+    await recordUnsubscribe(trx, m, m.groupId);
   });
 }
 

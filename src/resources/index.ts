@@ -1,5 +1,6 @@
 import type { RouteDef } from '../http/routes';
 import { automationRoutes } from './automations/automations.router';
+import { eventRoutes } from './events/events.router';
 import { contactTypeRoutes } from './contact-types/contact-types.router';
 import { contactRoutes } from './contacts/contacts.router';
 import { fieldRoutes } from './fields/fields.router';
@@ -26,4 +27,5 @@ export const apiRoutes: RouteDef[] = [
   ...notificationRoutes,
   ...geographyRoutes,
   ...senderRoutes,
+  ...eventRoutes,
 ];

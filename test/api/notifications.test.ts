@@ -1,8 +1,9 @@
-import { notificationRecord } from '../../src/resources/notifications/notifications.schemas';
+import { recordAccountEvent } from '../../src/events/account-events';
+import { eventRecord, notificationRecord } from '../../src/resources/notifications/notifications.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 
-const { app, db } = setupApp();
+const { app, db, mailer } = setupApp();
 let a: TestAccount;
 let b: TestAccount;
 
@@ -141,11 +142,9 @@ describe('POST /notification-recipient/bulk-delete', () => {
 
 describe('GET /notification-events', () => {
   it('lists only the account’s own events, newest first; AUTH without keys', async () => {
-    await db('account_events').insert([
-      { user_id: a.id, type: 'sender.verified', subject: 'First', payload: JSON.stringify({ n: 1 }) },
-      { user_id: a.id, type: 'single_send.started', subject: 'Second', payload: JSON.stringify({ n: 2 }) },
-      { user_id: b.id, type: 'sender.verified', subject: 'Theirs', payload: '{}' },
-    ]);
+    await recordAccountEvent({ db }, a.id, 'sender.verified', 'First', { n: 1 });
+    await recordAccountEvent({ db }, a.id, 'single_send.started', 'Second', { n: 2 });
+    await recordAccountEvent({ db }, b.id, 'sender.verified', 'Theirs', {});
     const res = await api(app, a).get('/notification-events');
     expectSuccess(res);
     expect(res.body.message.events.map((e: { subject: string }) => e.subject)).toEqual(['Second', 'First']);
@@ -153,5 +152,31 @@ describe('GET /notification-events', () => {
     const page = await api(app, a).get('/notification-events?page=1&per_page=1');
     expect(page.body.message.pagination).toEqual({ page: 1, per_page: 1, total: 2 });
     expectAuthMissing(await api(app).get('/notification-events'));
+  });
+
+  it('queues the notice for the worker instead of mailing it in the request, and shows how its mailing went', async () => {
+    const c = await makeAccount(db);
+    await add(c, 'ops@example.com', 'Ops');
+    mailer.clear();
+    await recordAccountEvent({ db }, c.id, 'automation.paused', 'Paused', { utr: 'x' });
+    expect(mailer.sent).toHaveLength(0);
+    const job = await db('outbox_jobs').where({ user_id: c.id }).first('kind', 'status', 'payload', 'attempts');
+    expect(job).toEqual({ kind: 'notification', status: 'queued', payload: { to: [{ name: 'Ops', email: 'ops@example.com' }] }, attempts: 0 });
+    const [event] = (await api(app, c).get('/notification-events')).body.message.events;
+    expect(event).toMatchObject({ type: 'automation.paused', subject: 'Paused', payload: { utr: 'x' }, notified: 0, notify_error: null });
+    expectShape(eventRecord, event);
+    // Done as the worker does it (its loop is exercised in test/delivery): the job's result is the event's.
+    await db('outbox_jobs').where({ user_id: c.id }).update({ status: 'done', done_count: 1 });
+    const [done] = (await api(app, c).get('/notification-events')).body.message.events;
+    expect(done).toMatchObject({ notified: 1, notify_error: null });
+  });
+
+  it('an account without notification recipients gets no job', async () => {
+    const c = await makeAccount(db);
+    await recordAccountEvent({ db }, c.id, 'automation.live', 'Live', {});
+    expect(await db('outbox_jobs').where({ user_id: c.id })).toEqual([]);
+    expect(await db('events').where({ user_id: c.id }).select('type', 'email', 'data')).toEqual([
+      { type: 'automation.live', email: null, data: { subject: 'Live' } },
+    ]);
   });
 });

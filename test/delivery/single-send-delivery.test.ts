@@ -296,7 +296,7 @@ describe('notifications', () => {
     const utr = await createSend({ single_send_name: 'Notified send' });
     await waitForSend(db, utr);
     // The completion notice goes out right after the status changes.
-    await waitFor('the completion notice', () => sink.received.filter((m) => m.to[0] === 'boss@acme.test').length === 2, { timeoutMs: 5000, describe: async () => [sink.received.map((m) => m.to), await db('account_events').where({ user_id: a.id }).select('type', 'notified', 'notify_error'), await db('notification_recipients').select()] });
+    await waitFor('the completion notice', () => sink.received.filter((m) => m.to[0] === 'boss@acme.test').length === 2, { timeoutMs: 5000, describe: async () => [sink.received.map((m) => m.to), await db('outbox_jobs').where({ user_id: a.id }).select('event_id', 'status', 'done_count', 'last_error'), await db('notification_recipients').select()] });
     const mails = (await sink.byRecipient()).get('boss@acme.test') ?? [];
     const subjects = mails.map((m) => m.subject);
     expect(subjects).toEqual(['[Herald] Single send “Notified send” started', '[Herald] Single send “Notified send” completed']);

@@ -224,6 +224,7 @@ const MATRIX: Record<string, Case[]> = {
   'GET /single/send/duplicate': [idCase('utr', (h, t) => h.get(q('/single/send/duplicate', { utr: t.singleSendUtr })))],
   'POST /single/send/duplicate': [idCase('utr', (h, t) => h.form(q('/single/send/duplicate', { utr: t.singleSendUtr }), {}))],
   'GET /single-send/details': [idCase('utr', (h, t) => h.get(q('/single-send/details', { utr: t.singleSendUtr })))],
+  'GET /single/send/stats': [idCase('utr', (h, t) => h.get(q('/single/send/stats', { utr: t.singleSendUtr })))],
   'POST /single/send/update': [
     idCase('utr', (h, t, me) => h.form('/single/send/update', { utr: t.singleSendUtr, ...sendBody(me) })),
     {
@@ -283,6 +284,7 @@ const MATRIX: Record<string, Case[]> = {
   ],
   'GET /automations/duplicate': [idCase('utr', (h, t) => h.get(q('/automations/duplicate', { utr: t.automationUtr })))],
   'GET /automations/details': [idCase('utr', (h, t) => h.get(q('/automations/details', { utr: t.automationUtr })))],
+  'GET /automations/stats': [idCase('utr', (h, t) => h.get(q('/automations/stats', { utr: t.automationUtr })))],
   'GET /automations/pause': [idCase('utr', (h, t) => h.get(q('/automations/pause', { utr: t.automationUtr })))],
   'GET /automations/set-live': [idCase('utr', (h, t) => h.get(q('/automations/set-live', { utr: t.automationUtr })))],
   'DELETE /automations/delete': [idCase('utr', (h, t) => h.delete(q('/automations/delete', { utr: t.automationUtr })))],
@@ -435,4 +437,5 @@ const OWN_DATA_VISIBLE = new Set([
   'GET /notification-events',
   'GET /senders',
   'POST /senders',
+  'GET /events',
 ]);

@@ -24,6 +24,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ PUBLIC_URL: 'https://mail.example.com/' }).publicUrl).toBe('https://mail.example.com');
   });
 
+  it('keeps events EVENTS_RETENTION_DAYS (180 by default, a whole number of days from 1)', () => {
+    expect(loadConfig({}).eventsRetentionDays).toBe(180);
+    expect(loadConfig({ EVENTS_RETENTION_DAYS: '30' }).eventsRetentionDays).toBe(30);
+    expect(() => loadConfig({ EVENTS_RETENTION_DAYS: '0' })).toThrow(/EVENTS_RETENTION_DAYS="0"/);
+    expect(() => loadConfig({ EVENTS_RETENTION_DAYS: 'forever' })).toThrow(ConfigError);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', PORT: '' }).port).toBe(3000);
   });

@@ -30,7 +30,7 @@ describe('state machines (src/states.ts)', () => {
     expect(AutomationStatus).toEqual({ Draft: 0, Live: 1, Paused: 2 });
     expect(SenderVerification).toEqual({ Unverified: 0, Verified: 1 });
     expect(sendStatus.values).toEqual([0, 1, 2, 3]);
-    expect(deliveryStatus.values).toEqual(['queued', 'sending', 'sent', 'bounced', 'failed', 'cancelled']);
+    expect(deliveryStatus.values).toEqual(['queued', 'sending', 'sent', 'bounced', 'failed', 'cancelled', 'dropped']);
     expect(progressState.values).toEqual(['active', 'finished', 'exited', 'skipped']);
     expect(importStatus.values).toEqual(['running', 'completed', 'failed']);
   });
@@ -68,9 +68,11 @@ describe('state machines (src/states.ts)', () => {
     ]);
     // A message with the SMTP server already is not cancelled, and an outcome is final.
     expect(deliveryStatus.canMove(DeliveryStatus.Sending, DeliveryStatus.Cancelled)).toBe(false);
-    for (const end of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Cancelled]) {
+    for (const end of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Cancelled, DeliveryStatus.Dropped]) {
       expect(deliveryStatus.values.filter((to) => deliveryStatus.canMove(end, to))).toEqual([]);
     }
+    // A suppressed recipient is written dropped at fan-out and stays so.
+    expect(deliveryStatus.initial).toEqual([DeliveryStatus.Queued, DeliveryStatus.Dropped]);
   });
 
   it('import: running until completed or failed', () => {

@@ -5,7 +5,7 @@ import { toDatetime } from '../../db/types';
 import { isUtr, MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
-import { recordEvent, type EventDeps } from '../../events/account-events';
+import { recordAccountEvent, type EventDeps } from '../../events/account-events';
 import {
   AutomationStatus,
   automationStatus,
@@ -209,7 +209,7 @@ export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<v
     return row;
   });
   if (a) {
-    await recordEvent(deps, ctx.userId, 'automation.live', `Automation “${a.automation_name}” is live`, {
+    await recordAccountEvent(deps, ctx.userId, 'automation.live', `Automation “${a.automation_name}” is live`, {
       automation: a.automation_name,
       utr: a.utr,
     }).catch((err) => deps.logger.warn({ err }, 'event failed'));
@@ -224,7 +224,7 @@ export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<voi
     await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
     return row;
   });
-  await recordEvent(deps, ctx.userId, 'automation.paused', `Automation “${a.automation_name}” paused`, {
+  await recordAccountEvent(deps, ctx.userId, 'automation.paused', `Automation “${a.automation_name}” paused`, {
     automation: a.automation_name,
     utr: a.utr,
   }).catch((err) => deps.logger.warn({ err }, 'event failed'));

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Ctx } from '../../context';
+import { recordAccountEvent } from '../../events/account-events';
 import { AppError, invalid } from '../../http/errors';
 import { scoped } from '../shared/crud';
 import { AddressSet } from './address-set';
@@ -90,6 +91,7 @@ interface Upload {
 interface ImportJob {
   ctx: Ctx;
   importId: number;
+  fileName: string;
   typeId: number;
   upload: Upload;
   customFields: CustomField[];
@@ -176,6 +178,7 @@ async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started:
   return {
     ctx,
     importId: opened.importId,
+    fileName: input.fileName,
     typeId: input.contactTypeId,
     upload,
     customFields: opened.customFields,
@@ -236,6 +239,16 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   await bumpContactsVersion(trx, ctx.userId, [typeId]);
   const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated });
   await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
+  // The notice commits with the contacts or not at all; its mail is the worker's (outbox).
+  await recordAccountEvent({ db: trx }, ctx.userId, 'contacts.imported', `Contacts imported: ${job.fileName}`, {
+    import_id: job.importId,
+    file_name: job.fileName,
+    contact_type_id: typeId,
+    rows_read: outcome.rowsRead,
+    inserted: outcome.inserted,
+    updated: outcome.updated,
+    skipped: outcome.skipped,
+  });
   return outcome;
 }
 

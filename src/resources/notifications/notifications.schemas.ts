@@ -20,7 +20,7 @@ export const notificationRecord = z.strictObject({
   updated_at: timestamp(),
 });
 
-/** An account event (kept in `account_events`, mailed to the notification recipients). */
+/** An account event (kept in `events`, mailed to the notification recipients by the worker). */
 export const eventRecord = z.strictObject({
   id: intId(),
   type: z.string(),

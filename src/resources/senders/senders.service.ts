@@ -6,7 +6,7 @@ import { escapeHtml } from '../../mail/escape-html';
 import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/system-mail';
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
-import { recordEvent, type EventDeps } from '../../events/account-events';
+import { recordAccountEvent, type EventDeps } from '../../events/account-events';
 import { SenderVerification, senderVerification, SendStatus } from '../../states';
 import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
@@ -354,7 +354,7 @@ export async function confirmSender(deps: EventDeps, token: string): Promise<Con
   const { was_verified: wasVerified, ...sender } = row;
   if (wasVerified !== SenderVerification.Verified) {
     try {
-      await recordEvent(deps, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
+      await recordAccountEvent(deps, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
         sender_id: sender.id,
         nickname: sender.nickname,
         from_name: sender.from_name,

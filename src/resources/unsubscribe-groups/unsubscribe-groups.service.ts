@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Ctx } from '../../context';
+import { unsubscribeFromGroup } from '../../suppression';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { deleteByIds, findOrFail, liveRows, scoped } from '../shared/crud';
@@ -78,12 +79,7 @@ export async function addRecipients(ctx: Ctx, input: ManuallyAddInput): Promise<
   await ctx.db.transaction(async (trx) => {
     const group = await liveRows(ctx, GROUPS, trx).where(`${GROUPS}.id`, input.unsubscribe_groups_id).forShare().first(`${GROUPS}.id`);
     if (!group) throw invalid({ unsubscribe_groups_id: ['The selected unsubscribe groups id is invalid.'] });
-    await trx.raw(
-      `INSERT INTO ${RECIPIENTS} (user_id, unsubscribe_groups_id, email_address)
-       SELECT ?, ?, a.email FROM unnest(?::text[]) WITH ORDINALITY AS a(email, n) ORDER BY a.n
-       ON CONFLICT (unsubscribe_groups_id, lower(email_address), user_id) DO NOTHING`,
-      [ctx.userId, group.id, input.email_address],
-    );
+    await unsubscribeFromGroup(trx, ctx.userId, group.id, input.email_address);
   });
 }
 

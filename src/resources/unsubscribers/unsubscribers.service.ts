@@ -1,6 +1,7 @@
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
+import { unsubscribeGlobally } from '../../suppression';
 import { deleteByIds, scoped } from '../shared/crud';
 
 const TABLE = 'global_unsubscribers';
@@ -17,12 +18,7 @@ export function listGlobalUnsubscribers(ctx: Ctx, paging?: Paging) {
  * order given, so the last address of the list is the newest.
  */
 export async function addGlobalUnsubscribers(ctx: Ctx, emails: string[]): Promise<void> {
-  await ctx.db.raw(
-    `INSERT INTO global_unsubscribers (user_id, email_address)
-     SELECT ?, a.email FROM unnest(?::text[]) WITH ORDINALITY AS a(email, n) ORDER BY a.n
-     ON CONFLICT (user_id, lower(email_address)) DO NOTHING`,
-    [ctx.userId, emails],
-  );
+  await unsubscribeGlobally(ctx.db, ctx.userId, emails);
 }
 
 export function deleteGlobalUnsubscribers(ctx: Ctx, ids: number[]): Promise<void> {
