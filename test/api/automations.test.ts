@@ -27,7 +27,9 @@ const { app, db } = setupApp();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const HTML = '<html><body><h1>Hello ((first_name))</h1><script>alert(1)</script></body></html>';
-const MALFORMED = ['not-a-utr', '123', `${randomUUID()}x`, 'a'.repeat(65), "'; drop table automations; --"];
+// '0', not another number: the deletes accept ids too (spec rule 8), and a number could name
+// one of the account's own automations; no record has id 0.
+const MALFORMED = ['not-a-utr', '0', `${randomUUID()}x`, 'a'.repeat(65), "'; drop table automations; --"];
 
 interface Refs {
   sender: number;
