@@ -11,6 +11,7 @@ import { notificationRoutes } from './notifications/notifications.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
+import { webhookRoutes } from './webhooks/webhooks.router';
 
 /** Every API operation, in the spec's order of families. */
 export const apiRoutes: RouteDef[] = [
@@ -26,4 +27,5 @@ export const apiRoutes: RouteDef[] = [
   ...notificationRoutes,
   ...geographyRoutes,
   ...senderRoutes,
+  ...webhookRoutes,
 ];
