@@ -18,7 +18,7 @@ export interface Receiver {
   hits: Hit[];
   /** The secret signatures are checked with (the one a webhook's save answered). */
   secret: string;
-  /** The status to answer each request with (default 204). */
+  /** The status to answer each request with (default 204; 0: never answer). */
   respond: (hit: Omit<Hit, 'answered'>) => number;
   /** Hits whose signature verified. */
   verified(): Hit[];
@@ -29,7 +29,7 @@ export interface Receiver {
  * A real HTTP endpoint receiving webhooks, verifying each request with the `standardwebhooks`
  * package (as a consumer would), answering with `respond`'s status.
  */
-export async function startReceiver(secret = ''): Promise<Receiver> {
+export async function startReceiver(secret = '', port = 0): Promise<Receiver> {
   const receiver: Partial<Receiver> = { hits: [], secret, respond: () => 204 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -52,15 +52,16 @@ export async function startReceiver(secret = ''): Promise<Receiver> {
       const seen = { id: String(req.headers['webhook-id'] ?? ''), timestamp: String(req.headers['webhook-timestamp'] ?? ''), verified, body, payload };
       const status = receiver.respond!(seen);
       receiver.hits!.push({ ...seen, answered: status });
+      if (status === 0) return;
       res.writeHead(status, { 'content-type': 'text/plain' });
       res.end(status >= 300 ? `answer ${status} ${'x'.repeat(5000)}` : '');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
   return Object.assign(receiver, {
-    url: `http://127.0.0.1:${port}/hook`,
-    port,
+    url: `http://127.0.0.1:${bound}/hook`,
+    port: bound,
     verified: () => receiver.hits!.filter((h) => h.verified),
     close: () =>
       new Promise<void>((resolve) => {
