@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { runOutbox } from '../events/outbox';
 import { purgeEvents } from '../events/retention';
-import { runWebhooks } from '../webhooks/dispatch';
+import { purgeDeliveries, runWebhooks } from '../webhooks/dispatch';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
 import type { Mailer } from '../mail/mailer';
@@ -140,7 +140,8 @@ export class Worker {
     if (Date.now() - this.lastPurge < 3600_000) return;
     this.lastPurge = Date.now();
     const purged = await purgeEvents(this.deps.db, this.deps.config.eventsRetentionDays);
-    if (purged) this.deps.logger.info({ purged }, 'old events purged');
+    const batches = await purgeDeliveries(this.deps.db, this.deps.config.eventsRetentionDays);
+    if (purged || batches) this.deps.logger.info({ purged, webhookBatches: batches }, 'old events purged');
   }
 
   /** Sending (see Sender) until stopped; when the queue runs dry, housekeeping may complete a send. */

@@ -216,6 +216,18 @@ export async function runWebhooks(deps: WebhookDeps): Promise<number> {
 }
 
 /**
+ * Finished batches older than EVENTS_RETENTION_DAYS go with the events they carried (the worker
+ * runs this hourly); pending ones stay whatever their age. Returns how many went.
+ */
+export async function purgeDeliveries(db: Knex, days: number): Promise<number> {
+  const { rowCount } = await db.raw(
+    `DELETE FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < now() - ? * interval '1 day'`,
+    [days],
+  );
+  return rowCount ?? 0;
+}
+
+/**
  * POST /webhooks/test: one `webhook.test` event sent now, within the request (the caller waits
  * for the endpoint's answer), signed like every delivery; nothing is stored or retried.
  */

@@ -2,6 +2,7 @@ import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../he
 import { expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
 import { deliveryRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
+import { purgeDeliveries } from '../../src/webhooks/dispatch';
 
 /**
  * The webhook endpoints (issue 11): save/list/details/delete/test/deliveries, each VAL, NF1 for
@@ -234,5 +235,20 @@ describe('GET /webhooks/deliveries', () => {
     const page = await api(app, a).get(`/webhooks/deliveries?id=${id}&per_page=1`);
     expect(page.body.message.deliveries).toHaveLength(1);
     expect(page.body.message.pagination).toEqual({ page: 1, per_page: 1, total: 2 });
+  });
+});
+
+describe('retention', () => {
+  it('purges finished batches older than EVENTS_RETENTION_DAYS, never pending ones', async () => {
+    const c = await makeAccount(db, 'Old');
+    const { id } = await create(c, { url: receiver.url });
+    const old = db.raw("now() - interval '181 days'");
+    await db('webhook_deliveries').insert([
+      { user_id: c.id, webhook_id: id, msg_id: 'msg_old_done', type: 'opened', event_ids: [1], payload: {}, status: 'delivered', updated_at: old },
+      { user_id: c.id, webhook_id: id, msg_id: 'msg_old_pending', type: 'opened', event_ids: [2], payload: {}, updated_at: old },
+      { user_id: c.id, webhook_id: id, msg_id: 'msg_new_done', type: 'opened', event_ids: [3], payload: {}, status: 'failed' },
+    ]);
+    await purgeDeliveries(db, 180);
+    expect((await db('webhook_deliveries').where({ user_id: c.id }).orderBy('id').pluck('msg_id'))).toEqual(['msg_old_pending', 'msg_new_done']);
   });
 });
