@@ -263,6 +263,8 @@ describe('an endpoint failing for WEBHOOK_DISABLE_AFTER_HOURS', () => {
     expect(failing.hits.length).toBe(attempts);
     expect((await api(app, a).get(`/webhooks/details?id=${id}`)).body.message.webhook).toMatchObject({ is_active: 0 });
 
+    // Turned on again, a batch waiting out a long backoff goes at once.
+    await db('webhook_deliveries').where({ user_id: a.id, webhook_id: id }).update({ next_attempt_at: db.raw("now() + interval '8 hours'") });
     failing.respond = () => 200;
     expectSuccess(await api(app, a).form('/webhooks/save', { id, url: failing.url, is_active: 1 }), 'Updated Successfully');
     await waitFor('the batch delivered', async () => (await deliveries(a, id))[0].status === 'delivered');

@@ -57,14 +57,21 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
       .returning(['id']);
     return { id: row.id as number, secret };
   }
-  const changed = await liveWebhooks(ctx)
-    .where(`${WEBHOOKS}.id`, input.id)
-    .update({
-      ...fields,
-      failing_since: fields.is_active ? ctx.db.raw('CASE WHEN is_active = 0 THEN NULL ELSE failing_since END') : ctx.db.raw('failing_since'),
-      updated_at: ctx.db.fn.now(),
-    });
-  if (!changed) throw notFound1();
+  await ctx.db.transaction(async (trx) => {
+    const current = await liveWebhooks(ctx, trx).where(`${WEBHOOKS}.id`, input.id).forUpdate().first('is_active');
+    if (!current) throw notFound1();
+    const turnedOn = current.is_active === 0 && fields.is_active === 1;
+    await liveWebhooks(ctx, trx)
+      .where(`${WEBHOOKS}.id`, input.id)
+      .update({ ...fields, ...(turnedOn ? { failing_since: null } : {}), updated_at: trx.fn.now() });
+    // Batches waiting out a long backoff go at once: the user says the endpoint works again.
+    if (turnedOn) {
+      await scoped(ctx, DELIVERIES, trx)
+        .where({ webhook_id: input.id, status: 'pending' })
+        .where('next_attempt_at', '>', trx.fn.now())
+        .update({ next_attempt_at: trx.fn.now() });
+    }
+  });
   return undefined;
 }
 
