@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states'],
   ['db', 'mail', 'accounts'],
   ['http'],
-  ['events', 'suppression'],
+  ['events', 'suppression', 'webhooks'],
   ['resources'],
   ['delivery'],
   ['public'],

@@ -60,6 +60,12 @@ const schema = z.object({
   SEND_LEASE_MS: intIn(1000, 86_400_000).optional(),
   MAIL_FROM: z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional(),
   EVENTS_RETENTION_DAYS: intIn(1, 36_500).default(180),
+  WEBHOOK_ALLOW_HOSTS: z.string().trim().default(''),
+  WEBHOOK_DISABLE_AFTER_HOURS: intIn(1, 8760).default(72),
+  WEBHOOK_TIMEOUT_MS: intIn(100, 600_000).default(10_000),
+  WEBHOOK_RETRY_BASE_MS: intIn(0, 86_400_000).default(30_000),
+  WEBHOOK_MAX_ATTEMPTS: intIn(1, 100).default(13),
+  WEBHOOK_CONCURRENCY: intIn(1, 1000).default(10),
 });
 
 export interface Config {
@@ -101,6 +107,18 @@ export interface Config {
   mailFrom: string;
   /** Events older than this many days are purged by the worker (hourly). */
   eventsRetentionDays: number;
+  /** Webhook hosts (names or IPs) allowed although they are private or local; never metadata addresses. */
+  webhookAllowHosts: string[];
+  /** An endpoint whose every attempt failed for this long is disabled. */
+  webhookDisableAfterHours: number;
+  /** One webhook request's deadline (connect, send, answer). */
+  webhookTimeoutMs: number;
+  /** First webhook retry delay; doubles per attempt (capped at 8 h). */
+  webhookRetryBaseMs: number;
+  /** Attempts of one batch before it is given up (the defaults retry for ≈ 24.5 h). */
+  webhookMaxAttempts: number;
+  /** Webhook requests in flight per worker process. */
+  webhookConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -153,5 +171,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendLeaseMs: c.SEND_LEASE_MS ?? Math.max(60_000, c.SMTP_TIMEOUT_MS * 3),
     mailFrom: c.MAIL_FROM ?? `herald@${new URL(c.PUBLIC_URL ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
     eventsRetentionDays: c.EVENTS_RETENTION_DAYS,
+    webhookAllowHosts: c.WEBHOOK_ALLOW_HOSTS.split(',')
+      .map((h) => h.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1'))
+      .filter(Boolean),
+    webhookDisableAfterHours: c.WEBHOOK_DISABLE_AFTER_HOURS,
+    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
+    webhookRetryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
+    webhookMaxAttempts: c.WEBHOOK_MAX_ATTEMPTS,
+    webhookConcurrency: c.WEBHOOK_CONCURRENCY,
   };
 }

@@ -29,25 +29,31 @@ interface SendRow {
   unsubscribes: number;
 }
 
-/** Ready sends whose time has come → running. Returns how many started. */
+/**
+ * Ready sends whose time has come → running, each with its `single_send.started` event in the
+ * same transaction (a crash between them can lose neither). Returns how many started.
+ */
 export async function startDueSends(deps: EventDeps): Promise<number> {
-  const result = await deps.db.raw(
-    `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
-     WHERE s.id IN (
-       SELECT id FROM single_sends
-       WHERE status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()
-       ORDER BY due_at LIMIT 20 FOR UPDATE SKIP LOCKED
-     )
-     RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
-  );
-  const started = result.rows as SendRow[];
-  for (const s of started) {
-    deps.logger.info({ singleSend: s.utr }, 'single send started');
-    await recordAccountEvent(deps, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
-      single_send: s.single_send_name,
-      utr: s.utr,
-    }).catch((err) => deps.logger.warn({ err }, 'event failed'));
-  }
+  const started = await deps.db.transaction(async (trx) => {
+    const result = await trx.raw(
+      `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
+       WHERE s.id IN (
+         SELECT id FROM single_sends
+         WHERE status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()
+         ORDER BY due_at LIMIT 20 FOR UPDATE SKIP LOCKED
+       )
+       RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
+    );
+    const rows = result.rows as SendRow[];
+    for (const s of rows) {
+      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
+        single_send: s.single_send_name,
+        utr: s.utr,
+      });
+    }
+    return rows;
+  });
+  for (const s of started) deps.logger.info({ singleSend: s.utr }, 'single send started');
   return started.length;
 }
 
@@ -158,27 +164,32 @@ export async function completeSends(deps: EventDeps): Promise<number> {
     .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
   const completed: SendRow[] = [];
   for (const c of candidates) {
-    const result = await deps.db.raw(
-      `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
-       WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id
-                         AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
-       RETURNING s.*`,
-      [c.id, c.user_id],
-    );
-    completed.push(...(result.rows as SendRow[]));
-  }
-  for (const s of completed) {
-    deps.logger.info({ singleSend: s.utr, delivered: s.delivered, bounces: s.bounces }, 'single send completed');
-    await recordAccountEvent(deps, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
-      single_send: s.single_send_name,
-      utr: s.utr,
-      triggered: s.triggered,
-      delivered: s.delivered,
-      bounces: s.bounces,
-      unique_opens: s.unique_opens,
-      unsubscribes: s.unsubscribes,
-    }).catch((err) => deps.logger.warn({ err }, 'event failed'));
+    // The status and its `single_send.completed` event commit together.
+    const done = await deps.db.transaction(async (trx) => {
+      const result = await trx.raw(
+        `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
+         WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id
+                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
+         RETURNING s.*`,
+        [c.id, c.user_id],
+      );
+      const s = (result.rows as SendRow[])[0];
+      if (!s) return undefined;
+      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
+        single_send: s.single_send_name,
+        utr: s.utr,
+        triggered: s.triggered,
+        delivered: s.delivered,
+        bounces: s.bounces,
+        unique_opens: s.unique_opens,
+        unsubscribes: s.unsubscribes,
+      });
+      return s;
+    });
+    if (!done) continue;
+    deps.logger.info({ singleSend: done.utr, delivered: done.delivered, bounces: done.bounces }, 'single send completed');
+    completed.push(done);
   }
   return completed.length;
 }

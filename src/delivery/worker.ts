@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { runOutbox } from '../events/outbox';
 import { purgeEvents } from '../events/retention';
+import { purgeDeliveries, runWebhooks } from '../webhooks/dispatch';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
 import type { Mailer } from '../mail/mailer';
@@ -54,7 +55,7 @@ class Alarm {
 /**
  * The delivery worker: starts due sends, writes audiences, claims recipient rows, renders
  * and sends them, records outcomes and their events in batches, completes sends, does the
- * outbox's jobs (notification mail) and purges old events. Everything it
+ * outbox's jobs (notification mail), delivers webhooks and purges old events. Everything it
  * knows is in PostgreSQL, so it can be killed at any point and another worker (or itself,
  * restarted) carries on.
  */
@@ -65,6 +66,7 @@ export class Worker {
   /** Rings the sending loop (new rows may be due) / the housekeeping loop (the queue ran dry). */
   private readonly senderAlarm = new Alarm();
   private readonly housekeepingAlarm = new Alarm();
+  private readonly webhookAlarm = new Alarm();
   /** When events were last purged (EVENTS_RETENTION_DAYS); 0: not yet in this process. */
   private lastPurge = 0;
 
@@ -85,16 +87,31 @@ export class Worker {
     this.running = false;
     this.senderAlarm.ring();
     this.housekeepingAlarm.ring();
+    this.webhookAlarm.ring();
     await this.loop;
   }
 
   /**
-   * The worker is two loops side by side: housekeeping (due sends, automations, fan-out,
-   * completion) and sending (see Sender), so writing a large audience never holds sending up
-   * and sending never waits for housekeeping.
+   * The worker is three loops side by side: housekeeping (due sends, automations, fan-out,
+   * completion), sending (see Sender), and webhooks, so writing a large audience never holds
+   * sending up, sending never waits for housekeeping, and a slow webhook endpoint (up to
+   * WEBHOOK_TIMEOUT_MS per request) holds up neither.
    */
   private async run(): Promise<void> {
-    await Promise.all([this.housekeepingLoop(), this.sendingLoop()]);
+    await Promise.all([this.housekeepingLoop(), this.sendingLoop(), this.webhookLoop()]);
+  }
+
+  /** Batches new events for webhook endpoints and delivers due batches (src/webhooks/dispatch.ts). */
+  private async webhookLoop(): Promise<void> {
+    while (this.running) {
+      let busy = 0;
+      try {
+        busy = await runWebhooks(this.deps);
+      } catch (err) {
+        this.deps.logger.error({ err }, 'webhook round failed; retrying shortly');
+      }
+      if (!busy && this.running) await this.webhookAlarm.nap(this.deps.config.workerPollMs);
+    }
   }
 
   private async housekeepingLoop(): Promise<void> {
@@ -106,7 +123,7 @@ export class Worker {
         // Each chunk of an audience can be sent as soon as it is written.
         busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.senderAlarm.ring());
         busy += await completeSends(this.deps);
-        // Notification mail (and later webhook calls): side effects queued by requests and the steps above.
+        // Notification mail: side effects queued by requests and the steps above (webhooks have their own loop).
         busy += await runOutbox(this.deps);
         await this.purgeHourly();
       } catch (err) {
@@ -123,7 +140,8 @@ export class Worker {
     if (Date.now() - this.lastPurge < 3600_000) return;
     this.lastPurge = Date.now();
     const purged = await purgeEvents(this.deps.db, this.deps.config.eventsRetentionDays);
-    if (purged) this.deps.logger.info({ purged }, 'old events purged');
+    const batches = await purgeDeliveries(this.deps.db, this.deps.config.eventsRetentionDays);
+    if (purged || batches) this.deps.logger.info({ purged, webhookBatches: batches }, 'old events purged');
   }
 
   /** Sending (see Sender) until stopped; when the queue runs dry, housekeeping may complete a send. */

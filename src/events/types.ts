@@ -16,6 +16,7 @@ export const ACCOUNT_EVENT_TYPES = [
   'automation.paused',
   'contacts.imported',
   'sender.verified',
+  'webhook.disabled',
 ] as const;
 export const EVENT_TYPES = [...MESSAGE_EVENT_TYPES, ...ACCOUNT_EVENT_TYPES] as const;
 

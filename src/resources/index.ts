@@ -12,6 +12,7 @@ import { notificationRoutes } from './notifications/notifications.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
+import { webhookRoutes } from './webhooks/webhooks.router';
 
 /** Every API operation, in the spec's order of families. */
 export const apiRoutes: RouteDef[] = [
@@ -28,4 +29,5 @@ export const apiRoutes: RouteDef[] = [
   ...geographyRoutes,
   ...senderRoutes,
   ...eventRoutes,
+  ...webhookRoutes,
 ];

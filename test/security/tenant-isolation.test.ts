@@ -136,6 +136,11 @@ const MATRIX: Record<string, Case[]> = {
   ],
   'GET /segment/details': [idCase('segment_id', (h, t) => h.get(q('/segment/details', { segment_id: t.segmentId })))],
 
+  'POST /webhooks/save': [idCase('id', (h, t) => h.form('/webhooks/save', { id: t.webhookId, url: 'https://93.184.215.14/changed' }))],
+  'GET /webhooks/details': [idCase('id', (h, t) => h.get(q('/webhooks/details', { id: t.webhookId })))],
+  'DELETE /webhooks/delete': [idCase('id', (h, t) => h.delete(q('/webhooks/delete', { id: t.webhookId })))],
+  'POST /webhooks/test': [idCase('id', (h, t) => h.form(q('/webhooks/test', { id: t.webhookId }), {}))],
+  'GET /webhooks/deliveries': [idCase('id', (h, t) => h.get(q('/webhooks/deliveries', { id: t.webhookId })))],
   'GET /unsubscribes-groups/details': [idCase('id', (h, t) => h.get(q('/unsubscribes-groups/details', { id: t.groupId })))],
   'POST /unsubscribes-groups/update': [idCase('id', (h, t) => h.form(q('/unsubscribes-groups/update', { id: t.groupId }), groupBody))],
   'DELETE /unsubscribes-groups/delete': [idCase('id', (h, t) => h.delete(q('/unsubscribes-groups/delete', { id: t.groupId })))],
@@ -438,4 +443,5 @@ const OWN_DATA_VISIBLE = new Set([
   'GET /senders',
   'POST /senders',
   'GET /events',
+  'GET /webhooks/list',
 ]);

@@ -33,6 +33,7 @@ export interface World {
   automationId: number;
   scheduleUtr: string;
   importId: number;
+  webhookId: number;
 }
 
 function ok(res: { status: number; body: unknown; text?: string }, what: string): void {
@@ -187,6 +188,11 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
   ok(imported, 'csv import');
   const importId = await newestId(db, 'contact_imports', a.id);
 
+  ok(await http.form('/webhooks/save', { url: `https://93.184.215.14/${marker}`, description: `${marker} webhook` }), 'webhook');
+  const webhookId = await newestId(db, 'webhooks', a.id);
+  // An address the test call refuses at once (loopback, not allowed here): no request leaves the test.
+  await db('webhooks').where({ user_id: a.id, id: webhookId }).update({ url: `http://127.0.0.1:9/${marker}` });
+
   return {
     account: a,
     marker,
@@ -210,5 +216,6 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
     automationId,
     scheduleUtr,
     importId,
+    webhookId,
   };
 }
