@@ -113,17 +113,8 @@ export interface FixedParts {
   boundary?: string;
 }
 
-/** What each recipient's message has of its own. */
-export interface VariableParts {
-  to: Address;
-  subject: string;
-  text: string;
-  html: string;
-  messageId: string;
-  /** Headers right after MIME-Version (List-Unsubscribe, …). */
-  headers?: Record<string, string>;
-  date?: Date;
-}
+/** What each recipient's message has of its own (`headers` go right after MIME-Version). */
+export type VariableParts = Pick<MessageParts, 'to' | 'subject' | 'text' | 'html' | 'messageId' | 'headers' | 'date'>;
 
 const headerLines = (headers: Record<string, string> | undefined) => {
   let out = '';
