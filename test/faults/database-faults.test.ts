@@ -67,7 +67,10 @@ beforeAll(async () => {
     // ~5 s for 2,000 messages, so the database can be stopped in the middle of the send.
     SEND_RATE: '400',
     // A claimed batch whose outcomes were lost with the database is queued again after this.
-    SEND_LEASE_MS: '1000',
+    // Short, so the test does not wait long, but longer than sending a batch takes on a loaded
+    // machine: a lease that ran out mid-batch would let a claim take live rows over and send
+    // them again (a third copy), which is not what this test is about (TEST_PATIENCE).
+    SEND_LEASE_MS: String(patient(2000)),
     RETRY_BASE_MS: '100',
     WORKER_POLL_MS: '50',
   });

@@ -180,7 +180,8 @@ export function heraldEnv(databaseUrl: string, env: Record<string, string> = {})
   return {
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'warn',
-    SEND_LEASE_MS: '3000',
+    // Longer than a batch takes on a loaded machine (TEST_PATIENCE): a lease must not run out mid-batch.
+    SEND_LEASE_MS: String(patient(3000)),
     SMTP_TIMEOUT_MS: '2000',
     WORKER_POLL_MS: '50',
     RETRY_BASE_MS: '200',
