@@ -44,7 +44,7 @@ import { freePort } from '../test/helpers/net';
 import { USER_ID, type BaselineParams, type BaselineRoute } from './lib/api-baseline';
 import { build, createAccount, log, ROOT, type Account } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { procStatus, waitForQuiet, writeResult } from './lib/sample';
+import { median, procStatus, waitForQuiet, writeResult } from './lib/sample';
 import { BENCH_LIB, cpuMs, killAll, nextMessage, spawnNode, type Child } from './lib/send-procs';
 import { args } from './lib/setup';
 
@@ -264,7 +264,6 @@ async function checkAnswers(herald: Server, bare: Server, e: Endpoint, a: Accoun
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const best = (xs: number[]) => Math.max(...xs);
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 

@@ -22,7 +22,7 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import { build, client, createAccount, log, ROOT } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { waitForQuiet, writeResult } from './lib/sample';
+import { bestMedian, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { makeFixture, makeList, type Fixture } from './lib/send-fixture';
 import { startServe } from './lib/send-herald';
@@ -35,7 +35,6 @@ const CONTACTS = num('contacts', 1_000_000);
 const RUNS = Math.max(1, num('runs', 3));
 const TARGET_MS = 10_000;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The table's own cost: the progress rows in one bare INSERT … SELECT, rolled back. */
@@ -141,8 +140,7 @@ async function main() {
       log(`run ${r}/${RUNS}: ${run.active.toLocaleString('en')} entered in ${run.enteredMs} ms after set-live (bare INSERT ${run.bareInsertMs} ms); background ${quiet}`);
       runs.push({ quiet, ...run });
     }
-    const stat = (xs: number[]) => ({ best: Math.min(...xs), median: median(xs), runs: xs });
-    const summary = { enteredMs: stat(runs.map((r) => r.enteredMs)), bareInsertMs: stat(runs.map((r) => r.bareInsertMs)) };
+    const summary = { enteredMs: bestMedian(runs.map((r) => r.enteredMs)), bareInsertMs: bestMedian(runs.map((r) => r.bareInsertMs)) };
     const checks = { everyContactEntered: runs.every((r) => r.active === CONTACTS && r.due_in_a_day === CONTACTS) };
     const pass = summary.enteredMs.median < TARGET_MS;
     const file = writeResult('automation', {

@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import { build, createAccount, log, ROOT } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
+import { bestMedian, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { rssSampler } from './lib/send-checks';
 import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
@@ -44,7 +44,6 @@ const PIN = !opts.has('no-pin');
 const TARGET = { fanoutMs: 10_000, firstMessageMs: 2_000, peakRssMb: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -173,14 +172,13 @@ async function main() {
       );
       runs.push({ quiet, ...result });
     }
-    const stat = (xs: number[], lowIsBest = true) => ({ best: lowIsBest ? Math.min(...xs) : Math.max(...xs), median: median(xs), runs: xs });
     const summary = {
-      fanoutFromCreateMs: stat(runs.map((r) => r.fanoutFromCreateMs)),
-      fanoutFromStartMs: stat(runs.map((r) => r.fanoutFromStartMs)),
-      bareInsertMs: stat(runs.map((r) => r.bareInsertMs)),
-      firstMessageMs: stat(runs.map((r) => r.firstMessageMs ?? NaN)),
-      peakRssMb: FANOUT_ONLY ? null : stat(runs.map((r) => r.herald.peakRssMb)),
-      msgPerS: FANOUT_ONLY ? null : stat(runs.map((r) => r.rate ?? NaN), false),
+      fanoutFromCreateMs: bestMedian(runs.map((r) => r.fanoutFromCreateMs)),
+      fanoutFromStartMs: bestMedian(runs.map((r) => r.fanoutFromStartMs)),
+      bareInsertMs: bestMedian(runs.map((r) => r.bareInsertMs)),
+      firstMessageMs: bestMedian(runs.map((r) => r.firstMessageMs ?? NaN)),
+      peakRssMb: FANOUT_ONLY ? null : bestMedian(runs.map((r) => r.herald.peakRssMb)),
+      msgPerS: FANOUT_ONLY ? null : bestMedian(runs.map((r) => r.rate ?? NaN), false),
     };
     const checks = FANOUT_ONLY
       ? { everyRecipientWritten: runs.every((r) => r.statistics.triggered === RECIPIENTS) }

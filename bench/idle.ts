@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../test/helpers/net';
 import { build, log, ROOT } from './lib/herald';
-import { procStatus, writeResult } from './lib/sample';
+import { median, procStatus, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 
 const TARGET_MB = 110;
@@ -95,7 +95,6 @@ async function startOnce(dataDir: string, logFile: string): Promise<Start> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main(): Promise<number> {
   if (!opts.has('no-build')) build();

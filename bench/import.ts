@@ -34,7 +34,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { CSV_COLUMNS, generateCsv, type CsvShape, type GeneratedCsv } from './lib/csv-gen';
 import { build, client, createAccount, log, startHerald, type Herald } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { resetPeakRss, sampleRss, samplePhases, seconds, waitForQuiet, writeResult } from './lib/sample';
+import { median, resetPeakRss, samplePhases, sampleRss, seconds, waitForQuiet, writeResult } from './lib/sample';
 import { addContactType, addCustomFields, args } from './lib/setup';
 
 const TARGET_RSS_MB = 200;
@@ -81,7 +81,6 @@ interface HeraldRun {
   checks: Record<string, boolean>;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
 /**

@@ -20,7 +20,7 @@ import type { Client } from 'pg';
 import { compileRules, parseRules, type RuleField } from '../src/resources/segments/segment-rules';
 import { build, client, createAccount, log, startHerald, type Herald } from './lib/herald';
 import { connect, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { seconds, waitForQuiet, writeResult } from './lib/sample';
+import { median, seconds, waitForQuiet, writeResult } from './lib/sample';
 import { addContactType, addCustomFields, args } from './lib/setup';
 
 const TARGET_MS = 2000;
@@ -128,7 +128,6 @@ async function explain(c: Client, userId: number, typeId: number, f: Record<stri
   return out;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main() {
   const started = Date.now();

@@ -26,7 +26,7 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import { build, createAccount, log, ROOT } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
+import { median, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import type { BaselineMode, BaselineParams, BaselineResult } from './lib/send-baseline';
 import { checkSamples, rssSampler } from './lib/send-checks';
@@ -52,7 +52,6 @@ const IN_FLIGHT = 20;
 const TARGET_RATIO = 0.8;
 const PUBLIC_URL = 'https://herald.bench.test';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const best = (xs: number[]) => Math.max(...xs);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -128,3 +128,9 @@ export async function waitForQuiet(maxWaitMs = 180_000, threshold = 0.2): Promis
   while (busy > threshold && Date.now() < deadline) busy = await cpuBusy(2000);
   return Math.round(busy * 1000) / 1000;
 }
+
+/** The middle run (the lower middle of an even count): what every target is judged on. */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+
+/** Best (lowest, or highest with `lowIsBest` false), median and every run of a figure. */
+export const bestMedian = (xs: number[], lowIsBest = true) => ({ best: lowIsBest ? Math.min(...xs) : Math.max(...xs), median: median(xs), runs: xs });
