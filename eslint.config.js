@@ -9,16 +9,16 @@ const globals = require('globals');
  * is named without `.ts`.
  */
 const LAYERS = [
-  ['config', 'logger', 'paths', 'context', 'recipient-token', 'states'],
-  ['db', 'mail', 'accounts'],
+  ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'alarm', 'dns'],
+  ['db', 'dkim', 'mail', 'accounts'],
   ['http'],
-  ['events', 'suppression', 'webhooks'],
+  ['events', 'suppression', 'webhooks', 'bounces'],
   ['resources'],
   ['delivery'],
   ['public'],
   ['app', 'server', 'cli'],
 ];
-const TOP_FILES = new Set(['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'app', 'server', 'cli']);
+const TOP_FILES = new Set(['alarm', 'config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns', 'app', 'server', 'cli']);
 
 /** One rule per folder (and one per top-level file): the names above it, as seen from its depth. */
 function importDirection() {

@@ -29,7 +29,6 @@
  * measurement waits (up to 1 min) for idle CPUs first (--no-wait: don't). Prints a summary and
  * writes bench/out/api.json; exits non-zero on FAIL. See bench/README.md for the figures.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +42,7 @@ import { contactListQuery } from '../src/resources/contacts/contacts.service';
 import { freePort } from '../test/helpers/net';
 import { USER_ID, type BaselineParams, type BaselineRoute } from './lib/api-baseline';
 import { build, createAccount, log, ROOT, type Account } from './lib/herald';
+import { startLoggedHerald } from './lib/herald-logged';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { median, procStatus, waitForQuiet, writeResult } from './lib/sample';
 import { BENCH_LIB, cpuMs, killAll, nextMessage, spawnNode, type Child } from './lib/send-procs';
@@ -128,64 +128,10 @@ interface Server {
   stop(): Promise<void>;
 }
 
-/** A minimal environment: where things are, nothing that would change one of Herald's defaults. */
-function heraldEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const keep = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'USER'];
-  return { ...Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]])), ...extra };
-}
-
-async function waitHealthy(baseUrl: string, child: ChildProcess, logFile: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`herald serve exited with ${child.exitCode}:\n${tail(logFile)}`);
-    try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`herald serve did not become healthy within 120 s:\n${tail(logFile)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-const tail = (file: string) => {
-  try {
-    return fs.readFileSync(file, 'utf8').slice(-4000);
-  } catch {
-    return '';
-  }
-};
-
 async function startHerald(url: string, dataDir: string, logFile: string): Promise<Server> {
-  const port = await freePort();
-  const out = fs.openSync(logFile, 'a');
-  const profile = opts.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, '--cpu-prof-name=herald.cpuprofile'] : [];
-  const child = spawn(process.execPath, [...profile, path.join(ROOT, 'bin', 'herald.js'), 'serve'], {
-    cwd: ROOT,
-    env: heraldEnv({ DATABASE_URL: url, PORT: String(port), DATA_DIR: dataDir }),
-    stdio: ['ignore', out, out],
-  });
-  fs.closeSync(out);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  try {
-    await waitHealthy(baseUrl, child, logFile);
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
-  return {
-    name: 'herald',
-    baseUrl,
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  const nodeArgs = opts.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, '--cpu-prof-name=herald.cpuprofile'] : [];
+  const h = await startLoggedHerald({ port: await freePort(), env: { DATABASE_URL: url, DATA_DIR: dataDir }, logFile, nodeArgs });
+  return { name: 'herald', baseUrl: h.baseUrl, pid: h.pid, stop: h.stop };
 }
 
 async function startBaseline(params: Omit<BaselineParams, 'port'>, dir: string): Promise<Server & { child: Child }> {

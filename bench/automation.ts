@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
-import { build, client, createAccount, log, ROOT } from './lib/herald';
+import { build, checksLine, client, createAccount, finishRun, log, runMain } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { bestMedian, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
@@ -162,18 +162,14 @@ async function main() {
         `  set-live → everyone entered       best ${summary.enteredMs.best} ms, median ${summary.enteredMs.median} ms  [${summary.enteredMs.runs.join(', ')}]`,
         `  baseline: one bare INSERT … SELECT best ${summary.bareInsertMs.best} ms, median ${summary.bareInsertMs.median} ms  [${summary.bareInsertMs.runs.join(', ')}]`,
         `  target: < ${TARGET_MS / 1000} s (median) — ${pass ? 'PASS' : 'FAIL'}`,
-        `  checks: ${Object.entries(checks).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+        checksLine(checks),
         '',
       ].join('\n'),
     );
-    log(`wrote ${path.relative(ROOT, file)}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    if (!pass || Object.values(checks).some((v) => !v)) process.exitCode = 1;
+    finishRun(file, started, pass, checks);
   } finally {
     await cleanup();
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exitCode = 1;
-});
+runMain(main);

@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
-import { build, createAccount, log, ROOT } from './lib/herald';
+import { build, checksLine, createAccount, finishRun, log, runMain } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { bestMedian, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
@@ -221,18 +221,14 @@ async function main() {
         line('create → completed', summary.msgPerS, ' msg/s'),
         `  targets: fan-out ≤ ${TARGET.fanoutMs / 1000} s (median) ${verdict(met.fanout)}; first message ≤ ${TARGET.firstMessageMs / 1000} s (median) ${verdict(met.firstMessage)}; ` +
           `peak RSS ≤ ${TARGET.peakRssMb} MB (every run) ${verdict(met.peakRss)}`,
-        `  checks: ${Object.entries(checks).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+        checksLine(checks),
         '',
       ].join('\n'),
     );
-    log(`wrote ${path.relative(ROOT, file)}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    if (Object.values(met).some((v) => v === false) || Object.values(checks).some((v) => !v)) process.exitCode = 1;
+    finishRun(file, started, !Object.values(met).some((v) => v === false), checks);
   } finally {
     await cleanup();
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exitCode = 1;
-});
+runMain(main);

@@ -4,12 +4,15 @@ import type { Knex } from 'knex';
 import { createAccount, rotateKeys } from './accounts/accounts.service';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb } from './db/knex';
+import { signingDomain } from './dkim/keys';
+import { checkRecords, domainRecords, type DomainRecords } from './dkim/records';
+import { dnsFor } from './dns';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import { createLogger, REDACT_PATHS, type Logger } from './logger';
 import { VERSION } from './paths';
-import { prepareDatabase, startServer, startWorker, type RunningWorker } from './server';
+import { prepareDatabase, startInbound, startServer, startWorker, type RunningWorker } from './server';
 
 function config(): Config {
   try {
@@ -82,6 +85,12 @@ async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise
   });
 }
 
+/** One line per record: purpose, type, host, value (quoted: TXT values have spaces), status. */
+function formatRecords(found: DomainRecords): string {
+  const lines = found.records.map((r) => `${r.purpose}\t${r.type}\t${r.host}\t${r.type === 'TXT' ? JSON.stringify(r.value) : r.value}\t${r.status}`);
+  return `# DNS records for ${found.domain} (purpose, type, host, value, status)\n${lines.join('\n')}\n`;
+}
+
 export function buildProgram(): Command {
   const program = new Command('herald').description('Herald: self-hosted email campaigns').version(VERSION);
   program
@@ -92,6 +101,10 @@ export function buildProgram(): Command {
     .command('worker')
     .description('run the delivery worker only (no HTTP); run as many as you like beside `serve`')
     .action(() => runUntilSignalled(startWorker));
+  program
+    .command('inbound')
+    .description('receive bounces and complaints for BOUNCE_DOMAIN by SMTP (INBOUND_SMTP_PORT, default 25)')
+    .action(() => runUntilSignalled(startInbound));
   program
     .command('migrate')
     .description('apply pending database migrations')
@@ -109,6 +122,20 @@ export function buildProgram(): Command {
         await migrateLatest(db);
         const seeds = await runSeeds(db);
         process.stdout.write(`seeded: ${seeds.join(', ')}\n`);
+      }),
+    );
+  program
+    .command('dns')
+    .description('print the DNS records to publish for the domain of MAIL_FROM (Herald’s own mail)')
+    .option('--check', 'look them up now and print their status')
+    .option('--json', 'print {"domain","records"} as JSON')
+    .action((opts: { check?: boolean; json?: boolean }) =>
+      withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        const cfg = config();
+        const domain = signingDomain(cfg.mailFrom);
+        const found = opts.check ? await checkRecords(db, cfg, dnsFor(cfg), null, domain) : await domainRecords(db, cfg, null, domain);
+        process.stdout.write(opts.json ? `${JSON.stringify(found)}\n` : formatRecords(found));
       }),
     );
   const account = program.command('account').description('manage accounts and their keys');

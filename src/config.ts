@@ -1,5 +1,7 @@
+import { createPublicKey } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseServers } from './dns';
 
 /**
  * Configuration is environment variables only, parsed once here. A bad value stops
@@ -29,6 +31,8 @@ const url = (protocols: string[]) =>
       },
       { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
     );
+
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 const schema = z.object({
   PORT: intIn(0, 65535).default(3000),
@@ -66,7 +70,79 @@ const schema = z.object({
   WEBHOOK_RETRY_BASE_MS: intIn(0, 86_400_000).default(30_000),
   WEBHOOK_MAX_ATTEMPTS: intIn(1, 100).default(13),
   WEBHOOK_CONCURRENCY: intIn(1, 1000).default(10),
+  TRACK_CLICKS: flag.default(true),
+  CLICK_BOT_WINDOW_SECONDS: intIn(0, 86_400).default(10),
+  DNS_SERVERS: z
+    .string()
+    .trim()
+    .refine(
+      (v) => {
+        try {
+          parseServers(v);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: 'must be a comma list of host:port (IPv6 as [addr]:port)' },
+    )
+    .optional(),
+  HERALD_MASTER_KEY: z
+    .string()
+    .trim()
+    .refine((v) => masterKeyBytes(v) !== undefined, { message: 'must be 32 bytes, as base64 or 64 hex digits' })
+    .optional(),
+  BOUNCE_DOMAIN: z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a domain name' }).optional(),
+  INBOUND_HOSTNAME: z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a host name' }).optional(),
+  INBOUND_SMTP_PORT: intIn(0, 65535).optional(),
+  INBOUND_HOST: z.string().trim().min(1).optional(),
+  INBOUND_TLS_CERT: z.string().trim().min(1).optional(),
+  INBOUND_TLS_KEY: z.string().trim().min(1).optional(),
+  INBOUND_MAX_BYTES: intIn(1024, 100 * 1024 * 1024).default(1024 * 1024),
+  INBOUND_MAX_CLIENTS: intIn(1, 10_000).default(100),
+  SOFT_BOUNCE_LIMIT: intIn(1, 1000).default(3),
+  SOFT_BOUNCE_DAYS: intIn(1, 3650).default(30),
+  BOUNCE_RETENTION_DAYS: intIn(1, 36_500).default(180),
+  // Bounce mailbox (IMAP) and ESP webhooks: README "Deliverability".
+  BOUNCE_IMAP_URL: url(['imap:', 'imaps:']).optional(),
+  BOUNCE_IMAP_DONE_FOLDER: z.string().trim().min(1).max(200).regex(/^[^\r\n\0*%]+$/, { message: 'must be a folder path' }).default('Herald/Processed'),
+  BOUNCE_IMAP_POLL_MS: intIn(1000, 86_400_000).default(60_000),
+  ESP_METADATA_HEADERS: z.string().trim().optional(),
+  SENDGRID_WEBHOOK_PUBLIC_KEY: z.string().trim().refine(isPublicKey, { message: 'must be the base64 (or PEM) ECDSA public key SendGrid shows' }).optional(),
+  MAILGUN_WEBHOOK_SIGNING_KEY: z.string().trim().min(8).optional(),
+  POSTMARK_WEBHOOK_USER: z.string().trim().min(1).optional(),
+  POSTMARK_WEBHOOK_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
+  SES_SNS_TOPIC_ARNS: z.string().trim().optional(),
+  SES_SNS_TEST_CERT_PEM: z.string().optional(),
 });
+
+/** HERALD_MASTER_KEY as bytes: 64 hex digits or base64 of exactly 32 bytes. */
+function masterKeyBytes(text: string): Buffer | undefined {
+  if (/^[0-9a-f]{64}$/i.test(text)) return Buffer.from(text, 'hex');
+  if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) return undefined;
+  const b = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  return b.length === 32 ? b : undefined;
+}
+
+/** A SendGrid verification key: base64 of an SPKI DER key, or the same as PEM. */
+function isPublicKey(v: string): boolean {
+  try {
+    parsePublicKey(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function parsePublicKey(v: string) {
+  return v.includes('-----BEGIN')
+    ? createPublicKey(v)
+    : createPublicKey({ key: Buffer.from(v.replace(/\s+/g, ''), 'base64'), format: 'der', type: 'spki' });
+}
+
+/** ESP providers Herald takes events from, and whose metadata header it can add to outgoing mail. */
+export const ESP_PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'ses'] as const;
+export type EspProvider = (typeof ESP_PROVIDERS)[number];
 
 export interface Config {
   port: number;
@@ -119,6 +195,52 @@ export interface Config {
   webhookMaxAttempts: number;
   /** Webhook requests in flight per worker process. */
   webhookConcurrency: number;
+  /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
+  trackClicks: boolean;
+  /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
+  clickBotWindowSeconds: number;
+  /** DNS servers Herald asks (sender DNS checks, webhook hosts); empty: the system resolver. */
+  dnsServers: string[];
+  /** Key that encrypts private DKIM keys; unset: DATA_DIR/master.key (made on first use). */
+  masterKey?: Buffer;
+  /** Domain of envelope senders (VERP bounces); unset: no bounce MX or SPF records to publish. */
+  bounceDomain?: string;
+  /** Host that receives bounces (the bounce domain's MX) and the name the inbound SMTP server greets with. */
+  inboundHostname: string;
+  /** The inbound SMTP server's port (`herald inbound`; `serve` starts it too when set). */
+  inboundSmtpPort?: number;
+  /** Its listen address (default HOST). */
+  inboundHost: string;
+  /** PEM files: with both, the inbound server offers STARTTLS. */
+  inboundTlsCert?: string;
+  inboundTlsKey?: string;
+  /** Largest inbound message accepted (552 above it). */
+  inboundMaxBytes: number;
+  /** Simultaneous inbound SMTP connections. */
+  inboundMaxClients: number;
+  /** This many soft bounces of one address within SOFT_BOUNCE_DAYS suppress it. */
+  softBounceLimit: number;
+  softBounceDays: number;
+  /** Kept bounce and complaint reports are purged after this many days. */
+  bounceRetentionDays: number;
+  /** `imap[s]://user:pass@host:port/Mailbox` of a mailbox that receives bounces; the worker follows it. */
+  bounceImapUrl?: string;
+  /** Where processed bounces and complaints are moved ('/'-separated path; created when missing). */
+  bounceImapDoneFolder: string;
+  /** How often the mailbox is checked when the server has no IDLE (and the longest an IDLE lasts). */
+  bounceImapPollMs: number;
+  /** Providers whose metadata header every outgoing message carries (default: those with a webhook configured). */
+  espMetadataHeaders: EspProvider[];
+  sendgridWebhookPublicKey?: string;
+  mailgunWebhookSigningKey?: string;
+  postmarkWebhook?: { user: string; password: string };
+  /** SNS topics whose messages /inbound/ses accepts; empty = the endpoint is off. */
+  sesSnsTopicArns: string[];
+  /**
+   * Tests only (honoured when NODE_ENV=test): the certificate SNS messages are checked against,
+   * instead of fetching SigningCertURL, and SubscribeURLs on 127.0.0.1 over http are allowed.
+   */
+  sesSnsTestCertPem?: string;
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +262,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
+  if (Boolean(c.INBOUND_TLS_CERT) !== Boolean(c.INBOUND_TLS_KEY)) {
+    throw new ConfigError('Invalid configuration:\n  INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
+  }
+  const espProblems = espSettingProblems(c, env);
+  if (espProblems.length) throw new ConfigError(`Invalid configuration:\n${espProblems.join('\n')}`);
   return {
     port: c.PORT,
     host: c.HOST,
@@ -179,5 +306,67 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
     webhookMaxAttempts: c.WEBHOOK_MAX_ATTEMPTS,
     webhookConcurrency: c.WEBHOOK_CONCURRENCY,
+    trackClicks: c.TRACK_CLICKS,
+    clickBotWindowSeconds: c.CLICK_BOT_WINDOW_SECONDS,
+    dnsServers: c.DNS_SERVERS ? parseServers(c.DNS_SERVERS) : [],
+    masterKey: c.HERALD_MASTER_KEY ? masterKeyBytes(c.HERALD_MASTER_KEY) : undefined,
+    bounceDomain: c.BOUNCE_DOMAIN,
+    inboundHostname: c.INBOUND_HOSTNAME ?? new URL(c.PUBLIC_URL ?? 'http://localhost').hostname,
+    inboundSmtpPort: c.INBOUND_SMTP_PORT,
+    inboundHost: c.INBOUND_HOST ?? c.HOST,
+    inboundTlsCert: c.INBOUND_TLS_CERT,
+    inboundTlsKey: c.INBOUND_TLS_KEY,
+    inboundMaxBytes: c.INBOUND_MAX_BYTES,
+    inboundMaxClients: c.INBOUND_MAX_CLIENTS,
+    softBounceLimit: c.SOFT_BOUNCE_LIMIT,
+    softBounceDays: c.SOFT_BOUNCE_DAYS,
+    bounceRetentionDays: c.BOUNCE_RETENTION_DAYS,
+    bounceImapUrl: c.BOUNCE_IMAP_URL,
+    bounceImapDoneFolder: c.BOUNCE_IMAP_DONE_FOLDER.replace(/^\/+|\/+$/g, ''),
+    bounceImapPollMs: c.BOUNCE_IMAP_POLL_MS,
+    espMetadataHeaders: espMetadataHeaders(c),
+    sendgridWebhookPublicKey: c.SENDGRID_WEBHOOK_PUBLIC_KEY,
+    mailgunWebhookSigningKey: c.MAILGUN_WEBHOOK_SIGNING_KEY,
+    postmarkWebhook:
+      c.POSTMARK_WEBHOOK_USER && c.POSTMARK_WEBHOOK_PASSWORD ? { user: c.POSTMARK_WEBHOOK_USER, password: c.POSTMARK_WEBHOOK_PASSWORD } : undefined,
+    sesSnsTopicArns: list(c.SES_SNS_TOPIC_ARNS),
+    sesSnsTestCertPem: env.NODE_ENV === 'test' ? c.SES_SNS_TEST_CERT_PEM : undefined,
   };
+}
+
+const list = (v: string | undefined) =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+type Parsed = z.infer<typeof schema>;
+
+/** Settings that are only wrong together. */
+function espSettingProblems(c: Parsed, env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  if (Boolean(c.POSTMARK_WEBHOOK_USER) !== Boolean(c.POSTMARK_WEBHOOK_PASSWORD))
+    out.push('  POSTMARK_WEBHOOK_USER / POSTMARK_WEBHOOK_PASSWORD: set both or neither');
+  for (const arn of list(c.SES_SNS_TOPIC_ARNS))
+    if (!/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+$/.test(arn)) out.push(`  SES_SNS_TOPIC_ARNS=${JSON.stringify(env.SES_SNS_TOPIC_ARNS)}: ${JSON.stringify(arn)} is not an SNS topic ARN`);
+  for (const p of list(c.ESP_METADATA_HEADERS))
+    if (p !== 'none' && !(ESP_PROVIDERS as readonly string[]).includes(p))
+      out.push(`  ESP_METADATA_HEADERS=${JSON.stringify(env.ESP_METADATA_HEADERS)}: ${JSON.stringify(p)} is not one of ${ESP_PROVIDERS.join(', ')}, none`);
+  return out;
+}
+
+/**
+ * Which metadata headers go on every message: ESP_METADATA_HEADERS when set (`none` for none),
+ * otherwise those of the providers whose webhook is configured — a provider whose events
+ * Herald reads is a provider Herald sends through, and nobody else's header costs bytes.
+ */
+function espMetadataHeaders(c: Parsed): EspProvider[] {
+  if (c.ESP_METADATA_HEADERS !== undefined) return list(c.ESP_METADATA_HEADERS).filter((p): p is EspProvider => p !== 'none');
+  const configured: Record<EspProvider, boolean> = {
+    sendgrid: Boolean(c.SENDGRID_WEBHOOK_PUBLIC_KEY),
+    mailgun: Boolean(c.MAILGUN_WEBHOOK_SIGNING_KEY),
+    postmark: Boolean(c.POSTMARK_WEBHOOK_USER && c.POSTMARK_WEBHOOK_PASSWORD),
+    ses: list(c.SES_SNS_TOPIC_ARNS).length > 0,
+  };
+  return ESP_PROVIDERS.filter((p) => configured[p]);
 }

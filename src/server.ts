@@ -5,12 +5,14 @@ import { countAccounts, createAccount } from './accounts/accounts.service';
 import { createApp } from './app';
 import type { Config } from './config';
 import { createDb } from './db/knex';
+import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
 import { Worker } from './delivery/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import type { Logger } from './logger';
+import { startInboundSmtp, type InboundSmtp } from './bounces/inbound-smtp';
 
 export interface Running {
   server: Server;
@@ -69,6 +71,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     await database.stop();
     throw err;
   }
+  masterKey(config); // made on first start (DATA_DIR/master.key), not at the first message
   const mailer = createMailer(config);
   const worker = new Worker({ config, db, logger, mailer });
   worker.start();
@@ -84,6 +87,35 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         await db.destroy();
         await database.stop();
         logger.info('worker stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** `herald inbound`: the inbound SMTP server alone (bounces and complaints for BOUNCE_DOMAIN). */
+export async function startInbound(config: Config, logger: Logger): Promise<RunningWorker> {
+  const database = await resolveDatabase(config, logger, true);
+  const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-inbound', logger });
+  let inbound: InboundSmtp;
+  try {
+    await prepareDatabase(db, logger);
+    inbound = await startInboundSmtp({ config, db, logger }, { port: config.inboundSmtpPort ?? 25 });
+  } catch (err) {
+    await db.destroy();
+    await database.stop();
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    database,
+    shutdown(reason) {
+      stopping ??= (async () => {
+        logger.info({ reason }, 'inbound SMTP stopping: finishing messages in flight');
+        await inbound.close();
+        await db.destroy();
+        await database.stop();
+        logger.info('inbound SMTP stopped');
       })();
       return stopping;
     },
@@ -126,10 +158,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let db: Knex | undefined;
   let mailer: Mailer | undefined;
   let keys: KeyCache | undefined;
+  let inbound: InboundSmtp | undefined;
   try {
     db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, logger });
     await prepareDatabase(db, logger);
     await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
+    masterKey(config); // made on first start (DATA_DIR/master.key) when HERALD_MASTER_KEY is not set
     mailer = createMailer(config);
     keys = new KeyCache({ url: database.url, logger });
     await keys.start();
@@ -142,6 +176,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       { url: config.publicUrl, port: config.port, embeddedDatabase: database.embedded, mail: mailer.target },
       'Herald is listening',
     );
+    if (config.inboundSmtpPort !== undefined) inbound = await startInboundSmtp({ config, db, logger });
     const worker = config.worker ? new Worker({ config, db, logger, mailer }) : undefined;
     worker?.start();
 
@@ -152,8 +187,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-        // The worker stops claiming and finishes the messages in flight meanwhile.
-        await Promise.all([closed, worker?.stop()]);
+        // The worker stops claiming and finishes the messages in flight meanwhile; so does the inbound server.
+        await Promise.all([closed, worker?.stop(), inbound?.close()]);
         clearTimeout(timer);
         if (!(await databaseSettled(db!, 200, SETTLE_MAX_MS))) {
           logger.warn({ waitedMs: SETTLE_MAX_MS }, 'requests still have database work running; stopping anyway');
@@ -168,6 +203,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     };
     return { server, db, database, shutdown };
   } catch (err) {
+    await inbound?.close();
     await keys?.stop();
     await db?.destroy().catch(() => undefined);
     await database.stop();

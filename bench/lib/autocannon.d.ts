@@ -1,4 +1,4 @@
-/** The part of autocannon's programmatic API the API benchmark uses (the package ships no types). */
+/** The part of autocannon's programmatic API the benchmarks use (the package ships no types). */
 declare module 'autocannon' {
   interface Histogram {
     average: number;
@@ -16,6 +16,14 @@ declare module 'autocannon' {
     setHeaders(headers: Record<string, string>): void;
   }
 
+  interface Request {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    /** Called before each request a connection sends; returns the request to send. */
+    setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
+  }
+
   interface Options {
     url: string;
     connections?: number;
@@ -24,6 +32,7 @@ declare module 'autocannon' {
     timeout?: number;
     headers?: Record<string, string>;
     setupClient?: (client: Client) => void;
+    requests?: Request[];
   }
 
   interface Result {

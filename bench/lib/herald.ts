@@ -25,6 +25,25 @@ export function build(): void {
   log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
+/** A summary's line of checks: `name=true name=false …`. */
+export function checksLine(checks: Record<string, boolean | undefined>): string {
+  return `  checks: ${Object.entries(checks).map(([k, v]) => `${k}=${v}`).join(' ')}`;
+}
+
+/** The end of a run: where its result went and how long it took; exit code 1 unless the targets passed and every check held. */
+export function finishRun(file: string, started: number, pass: boolean, checks: Record<string, boolean | undefined>): void {
+  log(`wrote ${path.relative(ROOT, file)}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  if (!pass || Object.values(checks).some((v) => !v)) process.exitCode = 1;
+}
+
+/** Runs a benchmark's main; a failure prints its stack and fails the process. */
+export function runMain(main: () => Promise<void>): void {
+  main().catch((err) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}
+
 export function log(msg: string): void {
   process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 }

@@ -9,16 +9,23 @@
  *   composed  nodemailer builds each message from its parts: `sendMail({ from, to, replyTo,
  *             subject, html, text, messageId, headers })` — the usual way to send with it;
  *   raw       the messages pre-rendered to MIME by Herald's writer go as `raw` — the pool's
- *             own limit on this machine, what no sender built on it can beat.
+ *             own limit on this machine, what no sender built on it can beat;
+ *   dkim      as composed, with the transport's `dkim` option (relaxed/relaxed, RSA-2048): what
+ *             signing every message costs the usual way (`bench:send --dkim`);
+ *   signed    as raw, each message DKIM-signed right before it goes, with Herald's own signing
+ *             steps and a key parsed once (src/dkim/sign.ts) — the pool's limit for a sender that
+ *             must sign every message, as Herald does (`bench:send`'s target).
  *
  * Parameters come as a JSON file named by BENCH_BASELINE; the result goes back over IPC as
  * { type: 'result', ...BaselineResult }.
  */
 import fs from 'node:fs';
+import { createPrivateKey } from 'node:crypto';
 import nodemailer from 'nodemailer';
+import { dkimSignatureLine } from '../../src/dkim/sign';
 import { compileDesign } from '../../src/delivery/render';
 
-export type BaselineMode = 'composed' | 'raw';
+export type BaselineMode = 'composed' | 'raw' | 'dkim' | 'signed';
 
 export interface BaselineParams {
   mode: BaselineMode;
@@ -38,6 +45,8 @@ export interface BaselineParams {
   /** Recipient i is `${prefix}${i}@${domain}`. */
   prefix: string;
   domain: string;
+  /** Modes dkim and signed: the key the baseline signs with (d= is fromEmail's domain). */
+  dkim?: { keySelector: string; privateKey: string };
 }
 
 export interface BaselineResult {
@@ -86,10 +95,13 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
     port: p.port,
     secure: false,
     ignoreTLS: true,
+    ...(p.mode === 'dkim' && p.dkim ? { dkim: { domainName: p.fromEmail.split('@')[1], keySelector: p.dkim.keySelector, privateKey: p.dkim.privateKey } } : {}),
   });
+  const signer = p.mode === 'signed' && p.dkim ? { domain: p.fromEmail.split('@')[1], selector: p.dkim.keySelector, key: createPrivateKey(p.dkim.privateKey) } : undefined;
   const send = (i: number) => {
     const v = prepared[i % VARIANTS];
     const to = `${p.prefix}${i}@${p.domain}`;
+    if (signer) return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: dkimSignatureLine(v.raw, signer) + v.raw, messageId: v.messageId });
     // The call Herald's mailer makes (src/mail/mailer.ts).
     if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw, messageId: v.messageId });
     return transport.sendMail({

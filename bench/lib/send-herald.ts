@@ -20,6 +20,8 @@ export async function startServe(opts: {
   publicUrl: string;
   cpu?: string;
   nodeArgs?: string[];
+  /** Settings a benchmark changes on purpose (each one named in its README section). */
+  env?: Record<string, string>;
 }): Promise<Serve> {
   const port = await freePort();
   // HERALD_BIN: another build of Herald to run (diagnostics, e.g. an instrumented copy).
@@ -33,6 +35,7 @@ export async function startServe(opts: {
       DATA_DIR: opts.dataDir,
       PORT: String(port),
       HOST: '127.0.0.1',
+      ...opts.env,
     },
   });
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -60,7 +63,7 @@ export const PREHEADER = 'Hi ((first_name)), here is what happened this month';
 export async function createSend(
   baseUrl: string,
   account: Account,
-  refs: { senderId: number; groupId: number; typeId: number; name: string },
+  refs: { senderId: number; groupId: number; typeId: number; name: string; templateHtml?: string },
 ): Promise<{ utr: string; calledAt: number }> {
   const api = client(baseUrl, account);
   const calledAt = Date.now();
@@ -73,6 +76,7 @@ export async function createSend(
     preheader: PREHEADER,
     recipient_id: [`contacts_${refs.typeId}`],
     schedule_type: 0,
+    ...(refs.templateHtml === undefined ? {} : { template_html: refs.templateHtml }),
   })) as { message: { utr: string } };
   return { utr: res.message.utr, calledAt };
 }
@@ -94,4 +98,17 @@ export async function sendRow(c: Client, utr: string): Promise<SendRow> {
     [utr],
   );
   return rows[0];
+}
+
+/** The design links of the pipeline benchmarks: the Newsletter's three and two more. */
+export const LINKS = ['https://example.com/blog', 'https://example.com/blog/dashboard', 'https://example.com/blog/planning', 'https://example.com/pricing', 'https://example.com/changelog'];
+
+/** The Newsletter design (3 links) with two more before </body>: 5 http(s) links, as the issue's sends. */
+export function designWithLinks(html: string): string {
+  const extra = `<p style="text-align:center"><a href="${LINKS[3]}">Pricing</a> · <a href="${LINKS[4]}">What changed</a></p>`;
+  const close = html.toLowerCase().lastIndexOf('</body>');
+  const out = close < 0 ? html + extra : html.slice(0, close) + extra + html.slice(close);
+  const links = new Set([...out.matchAll(/href="(https?:[^"]+)"/g)].map((m) => m[1]));
+  if (links.size !== LINKS.length || !LINKS.every((l) => links.has(l))) throw new Error(`the design has links ${[...links].join(', ')}`);
+  return out;
 }

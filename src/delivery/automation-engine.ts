@@ -174,7 +174,8 @@ async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, { exit: s
   rows.forEach((r, i) => {
     const suppressed = refused.get(i);
     if (!contacts.has(r.contact_id)) reasons.set(r.id, { exit: 'contact deleted' });
-    else if (suppressed) reasons.set(r.id, { exit: 'unsubscribed', dropped: suppressed });
+    // A suppressed address (bounce, complaint, manual) exits naming it; unsubscribes as before.
+    else if (suppressed) reasons.set(r.id, { exit: suppressed.endsWith('unsubscribed') ? 'unsubscribed' : suppressed, dropped: suppressed });
   });
   return reasons;
 }

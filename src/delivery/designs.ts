@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { senderAddress } from '../resources/senders/senders.service';
+import { registerLinks, trackedUrls, type LinkOwner } from './links';
 import { compileDesign, type CompiledDesign } from './render';
 import type { ClaimedRow } from './queue';
 
@@ -27,6 +28,12 @@ async function customFieldNames(db: Knex, userId: number): Promise<Map<string, s
   return new Map(rows.map((f) => [String(f.id), f.field_name]));
 }
 
+/** The design's links registered for tracking (TRACK_CLICKS), or none. */
+async function linksOf(db: Knex, config: Config, owner: LinkOwner, html: string): Promise<Map<string, number> | undefined> {
+  if (!config.trackClicks) return undefined;
+  return registerLinks(db, owner, trackedUrls(html, config.publicUrl));
+}
+
 async function singleSendDesign(db: Knex, config: Config, id: number): Promise<LoadedDesign | undefined> {
   const send = await db('single_sends as s')
     .join('templates as t', 't.id', 's.template_id')
@@ -34,19 +41,22 @@ async function singleSendDesign(db: Knex, config: Config, id: number): Promise<L
     .first('s.*', 't.html_code');
   if (!send) return undefined;
   const fromEmail = send.from_sender as string;
+  const html = (send.template_html as string | null) ?? (send.html_code as string);
   return {
     fromEmail,
     domain: fromEmail.split('@')[1] ?? 'localhost',
     compiled: compileDesign({
       subject: send.subject,
       preheader: send.preheader,
-      html: (send.template_html as string | null) ?? (send.html_code as string),
+      html,
       fromName: send.sender_name ?? '',
       fromEmail,
       replyTo: send.reply_to,
       senderAddress: send.sender_address ?? '',
       publicUrl: config.publicUrl,
       customFields: await customFieldNames(db, send.user_id),
+      links: await linksOf(db, config, { userId: send.user_id, singleSendId: id }, html),
+      espMetadataHeaders: config.espMetadataHeaders,
     }),
   };
 }
@@ -57,23 +67,26 @@ async function automationDesign(db: Knex, config: Config, scheduleId: number): P
     .join('templates as t', 't.id', 's.template_id')
     .join('senders as snd', 'snd.id', 's.sender_id')
     .where('s.id', scheduleId)
-    .first('s.user_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
+    .first('s.user_id', 's.automation_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
       'snd.company_address', 'snd.company_address2', 'snd.zip_code', 'snd.country_id', 'snd.state_id', 'snd.city_id');
   if (!s) return undefined;
   const fromEmail = s.from_email as string;
+  const html = (s.template_html as string | null) ?? (s.html_code as string);
   return {
     fromEmail,
     domain: fromEmail.split('@')[1] ?? 'localhost',
     compiled: compileDesign({
       subject: s.subject,
       preheader: '',
-      html: (s.template_html as string | null) ?? (s.html_code as string),
+      html,
       fromName: s.from_name,
       fromEmail,
       replyTo: s.reply_to_email,
       senderAddress: await senderAddress(db, s),
       publicUrl: config.publicUrl,
       customFields: await customFieldNames(db, s.user_id),
+      links: await linksOf(db, config, { userId: s.user_id, automationId: s.automation_id }, html),
+      espMetadataHeaders: config.espMetadataHeaders,
     }),
   };
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
+import { softBounceCounts, suppress, type Suppression } from '../suppression';
 import { DeliveryStatus, deliveryStatus } from '../states';
 
 /**
@@ -175,11 +176,47 @@ function outcomeEvent(row: Applied): MessageEvent {
 }
 
 /**
+ * What a batch's outcomes suppress (source smtp): an address a server refused outright (5xx, a
+ * hard bounce) at once; one given up on after 4xx answers (a soft bounce) once it has had
+ * SOFT_BOUNCE_LIMIT of them within SOFT_BOUNCE_DAYS. Rows given up on for other reasons (no
+ * server answer, a send without its design) say nothing about the address.
+ */
+async function smtpSuppressions(trx: Knex.Transaction, applied: Applied[], policy: SoftBouncePolicy | undefined): Promise<Suppression[]> {
+  const row = (r: Applied, reason: string): Suppression => ({
+    userId: r.user_id,
+    email: r.email,
+    type: 'bounce',
+    reason,
+    diagnostic: r.error ?? '',
+    source: 'smtp',
+    deliveryId: Number(r.id),
+    singleSendId: r.single_send_id,
+    automationId: r.automation_id,
+  });
+  const out = applied.filter((r) => r.status === DeliveryStatus.Bounced).map((r) => row(r, 'hard bounce'));
+  const soft = policy ? applied.filter((r) => r.status === DeliveryStatus.Failed && r.code !== null && r.code >= 400 && r.code < 500) : [];
+  if (policy && soft.length) {
+    const counts = await softBounceCounts(trx, policy.softBounceDays, soft.map((r) => ({ userId: r.user_id, email: r.email })));
+    for (const r of soft) {
+      const n = counts.get(`${r.user_id}:${r.email.toLowerCase()}`) ?? 0;
+      if (n >= policy.softBounceLimit) out.push(row(r, `${n} soft bounces within ${policy.softBounceDays} days`));
+    }
+  }
+  return out;
+}
+
+/**
  * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
  * transaction, so an outcome and its event are never one without the other. Returns how many
  * outcomes applied.
  */
-export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[]): Promise<number> {
+/** The soft-bounce rule (SOFT_BOUNCE_LIMIT soft bounces within SOFT_BOUNCE_DAYS suppress an address). */
+export interface SoftBouncePolicy {
+  softBounceLimit: number;
+  softBounceDays: number;
+}
+
+export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
   const values = outcomes.map((o, i) => ({
     id: claims[i].id,
@@ -195,6 +232,7 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Out
     const result = await trx.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
     const applied = result.rows as Applied[];
     await recordMessageEvents(trx, applied.map(outcomeEvent));
+    await suppress(trx, await smtpSuppressions(trx, applied, policy));
     return applied.length;
   });
 }

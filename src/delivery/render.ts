@@ -1,7 +1,10 @@
+import type { EspProvider } from '../config';
 import { escapeHtml } from '../mail/escape-html';
+import { espHeaderWriter } from '../mail/esp-headers';
 import { headerSafe, messageWriter } from '../mail/mime';
 import { htmlToText } from '../mail/text';
 import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
+import { withClickPlaceholders } from './links';
 
 /**
  * Rendering: each design is compiled once per send into literal pieces and placeholder
@@ -42,6 +45,10 @@ export interface DesignSource {
   publicUrl: string;
   /** Names of the account's custom fields by id (values are stored by id). */
   customFields: Map<string, string>;
+  /** Tracked links (src/delivery/links.ts): URL → tracked_links id. None: links stay as written. */
+  links?: ReadonlyMap<string, number>;
+  /** ESP metadata headers each message carries (ESP_METADATA_HEADERS). */
+  espMetadataHeaders?: readonly EspProvider[];
 }
 
 /** The contact columns a design may name (and nothing else of a recipient row). */
@@ -58,6 +65,8 @@ export interface RecipientData {
   fields: ContactFields;
   /** Custom field values by field id. */
   custom?: Readonly<Record<string, unknown>> | null;
+  /** This recipient's URL of a tracked link (its signed /t/click/ address); without it, the link's own URL. */
+  clickUrl?: (linkId: number) => string;
 }
 
 export interface RenderedMessage {
@@ -102,14 +111,18 @@ export interface CompiledDesign {
   render(r: RecipientData, messageId: string): RenderedMessage;
 }
 
+const CLICK = '__click_';
+
 export function compileDesign(src: DesignSource): CompiledDesign {
-  const html = withFooter(src.html);
+  const urlById = new Map([...(src.links ?? [])].map(([url, id]) => [id, url]));
+  const html = withFooter(urlById.size ? withClickPlaceholders(src.html, src.publicUrl, src.links!) : src.html);
   // The text part is derived once from the design; placeholders survive as plain text.
   const text = split(htmlToText(html));
   const htmlPieces = split(withPreheaderAndPixel(html));
   const subject = split(src.subject);
   const preheader = split(src.preheader);
   const base = src.publicUrl;
+  const espHeaders = espHeaderWriter(src.espMetadataHeaders ?? []);
   const write = messageWriter({
     from: { name: src.fromName, email: src.fromEmail },
     replyTo: src.replyTo,
@@ -142,6 +155,11 @@ export function compileDesign(src: DesignSource): CompiledDesign {
           case '__preheader':
             return fill(preheader, values, false);
           default: {
+            if (name.startsWith(CLICK)) {
+              const id = Number(name.slice(CLICK.length));
+              const url = urlById.get(id);
+              if (url !== undefined) return r.clickUrl ? r.clickUrl(id) : url;
+            }
             const v = RESERVED_PLACEHOLDERS.has(name) ? r.fields[name as ReservedName] : undefined;
             if (v !== undefined && v !== null) return String(v);
             return byName.get(name) ?? '';
@@ -157,7 +175,9 @@ export function compileDesign(src: DesignSource): CompiledDesign {
         html: renderedHtml,
         text: renderedText,
         messageId,
-        headers: { 'List-Unsubscribe': `<${unsubscribeUrl}>` },
+        headers: espHeaders
+          ? { 'List-Unsubscribe': `<${unsubscribeUrl}>`, ...espHeaders(r.token) }
+          : { 'List-Unsubscribe': `<${unsubscribeUrl}>` },
       });
       return { subject: renderedSubject, html: renderedHtml, text: renderedText, raw, messageId };
     },

@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { secret } from '../db/secrets';
+import { signMessage } from '../dkim/sign';
 import type { Logger } from '../logger';
-import { recipientToken } from '../recipient-token';
+import { clickSigner, recipientToken } from '../recipient-token';
+import { verpAddress } from '../bounces/verp';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
@@ -23,10 +25,10 @@ function retryDelay(config: Config, attempts: number): number {
 }
 
 /** What the renderer reads of a claimed row: a contact's current values, or a hand-added recipient's copy. */
-function recipientData(row: ClaimedRow, token: string): RecipientData {
+function recipientData(row: ClaimedRow, token: string, clickUrl: (linkId: number) => string): RecipientData {
   return row.contact_id === null && row.data
-    ? { email: row.email, token, fields: row.data }
-    : { email: row.email, token, fields: row, custom: row.custom_fields };
+    ? { email: row.email, token, fields: row.data, clickUrl }
+    : { email: row.email, token, fields: row, custom: row.custom_fields, clickUrl };
 }
 
 /** A claimed half-batch: its rows, how many were started and finished, their outcomes. */
@@ -98,7 +100,7 @@ export class Sender {
 
     const finish = (half: Half) => {
       handled += half.rows.length;
-      const done = recordOutcomes(db, half.rows, half.outcomes).then(
+      const done = recordOutcomes(db, half.rows, half.outcomes, config).then(
         () => undefined,
         (err: unknown) => {
           // Unrecorded rows stay `sending` and go out again after their lease: stop claiming for now.
@@ -161,7 +163,7 @@ export class Sender {
       const tried = half.started;
       if (tried > 0) {
         this.deps.logger.debug({ tried, released: half.rows.length - tried }, 'stopping: half-batch partly sent');
-        await recordOutcomes(this.deps.db, half.rows.slice(0, tried), half.outcomes.slice(0, tried));
+        await recordOutcomes(this.deps.db, half.rows.slice(0, tried), half.outcomes.slice(0, tried), this.deps.config);
       }
       await releaseClaimed(this.deps.db, half.rows.slice(tried));
     }
@@ -176,9 +178,15 @@ export class Sender {
       // The same token (so the same Message-ID) on every attempt: it is derived from the row.
       const token = row.token ?? recipientToken(key, { deliveryId: row.id, userId: row.user_id });
       const messageId = `<${token}@${design.domain}>`;
-      const message = design.compiled.render(recipientData(row, token), messageId);
+      // Made on the message's first tracked link (a design without links never pays for it).
+      let sign: ((linkId: number) => string) | undefined;
+      const clickUrl = (linkId: number) => `${config.publicUrl}/t/click/${(sign ??= clickSigner(key, { deliveryId: row.id, userId: row.user_id }))(linkId)}`;
+      const message = design.compiled.render(recipientData(row, token, clickUrl), messageId);
+      const raw = await signMessage(this.deps.db, config, row.user_id, design.fromEmail, message.raw);
       if (config.sendRate > 0) await throttle.take();
-      await mailer.send({ from: design.fromEmail, to: row.email, raw: message.raw, messageId });
+      // VERP: the envelope sender names the message, so a bounce names it too (the From header is unchanged).
+      const from = config.bounceDomain ? verpAddress(config.bounceDomain, token) : design.fromEmail;
+      await mailer.send({ from, to: row.email, raw, messageId });
       return { status: DeliveryStatus.Sent, messageId };
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.

@@ -2,14 +2,16 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { runOutbox } from '../events/outbox';
-import { purgeEvents } from '../events/retention';
+import { purgeBounceReports, purgeEvents } from '../events/retention';
 import { purgeDeliveries, runWebhooks } from '../webhooks/dispatch';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
+import { BounceMailboxFollower } from '../bounces/imap-follower';
 import type { Mailer } from '../mail/mailer';
 import { completeSends, fanOutSome, startDueSends } from './scheduler';
 import { Sender } from './sender';
 import { GlobalThrottle, Throttle } from './throttle';
+import { Alarm } from '../alarm';
 
 export interface WorkerDeps {
   config: Config;
@@ -18,39 +20,6 @@ export interface WorkerDeps {
   mailer: Mailer;
 }
 
-/**
- * A loop's nap that another loop can cut short. A ring while the loop is busy is kept, so
- * the next nap returns at once: news that arrives between "nothing to do" and the nap (a
- * chunk of audience committed just then) is never lost for a whole poll interval.
- */
-class Alarm {
-  private pending = false;
-  private fire?: () => void;
-
-  ring(): void {
-    const fire = this.fire;
-    this.fire = undefined;
-    if (fire) fire();
-    else this.pending = true;
-  }
-
-  nap(ms: number): Promise<void> {
-    if (this.pending) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.fire = undefined;
-        resolve();
-      }, ms);
-      this.fire = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-}
 
 /**
  * The delivery worker: starts due sends, writes audiences, claims recipient rows, renders
@@ -69,17 +38,21 @@ export class Worker {
   private readonly webhookAlarm = new Alarm();
   /** When events were last purged (EVENTS_RETENTION_DAYS); 0: not yet in this process. */
   private lastPurge = 0;
+  /** Follows BOUNCE_IMAP_URL when set (its own connection and loop; one worker at a time holds the mailbox). */
+  private readonly bounceMailbox?: BounceMailboxFollower;
 
   constructor(private readonly deps: WorkerDeps) {
     const throttle =
       deps.config.sendRateScope === 'global' ? new GlobalThrottle(deps.db, deps.config.sendRate) : new Throttle(deps.config.sendRate);
     this.sender = new Sender({ ...deps, designs: new DesignCache(deps.db, deps.config), throttle });
+    if (deps.config.bounceImapUrl) this.bounceMailbox = new BounceMailboxFollower(deps);
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.loop = this.run();
+    this.bounceMailbox?.start();
   }
 
   /** Stops claiming new work, lets the messages in flight finish, and resolves. */
@@ -88,7 +61,7 @@ export class Worker {
     this.senderAlarm.ring();
     this.housekeepingAlarm.ring();
     this.webhookAlarm.ring();
-    await this.loop;
+    await Promise.all([this.loop, this.bounceMailbox?.stop()]);
   }
 
   /**
@@ -141,7 +114,8 @@ export class Worker {
     this.lastPurge = Date.now();
     const purged = await purgeEvents(this.deps.db, this.deps.config.eventsRetentionDays);
     const batches = await purgeDeliveries(this.deps.db, this.deps.config.eventsRetentionDays);
-    if (purged || batches) this.deps.logger.info({ purged, webhookBatches: batches }, 'old events purged');
+    const reports = await purgeBounceReports(this.deps.db, this.deps.config.bounceRetentionDays);
+    if (purged || batches || reports) this.deps.logger.info({ purged, webhookBatches: batches, bounceReports: reports }, 'old events purged');
   }
 
   /** Sending (see Sender) until stopped; when the queue runs dry, housekeeping may complete a send. */

@@ -6,19 +6,34 @@ import type { Knex } from 'knex';
  * finished outbox jobs with them. The worker runs this hourly. Returns how many events went.
  */
 export async function purgeEvents(db: Knex, days: number, slice = 10_000): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await db.raw(
-      `DELETE FROM events WHERE ctid = ANY (ARRAY(
-         SELECT ctid FROM events WHERE occurred_at < now() - ? * interval '1 day' LIMIT ?))`,
-      [days, slice],
-    );
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < slice) break;
-  }
+  const total = await deleteOlder(db, 'events', 'occurred_at', days, slice);
   await db.raw(
     `DELETE FROM outbox_jobs WHERE status <> 'queued' AND created_at < now() - ? * interval '1 day'`,
     [days],
   );
+  return total;
+}
+
+/**
+ * BOUNCE_RETENTION_DAYS: kept bounce and complaint reports (bounce_reports) older than that go,
+ * a slice at a time, as events do. Their suppressions stay (without a message to show); a
+ * report received again after its row went would be applied again (a new event), which is
+ * why the retention is long. Returns how many went.
+ */
+export function purgeBounceReports(db: Knex, days: number, slice = 10_000): Promise<number> {
+  return deleteOlder(db, 'bounce_reports', 'created_at', days, slice);
+}
+
+/** Deletes the rows older than `days` by `column`, `slice` rows per statement. */
+async function deleteOlder(db: Knex, table: 'events' | 'bounce_reports', column: string, days: number, slice: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw(
+      `DELETE FROM ?? WHERE ctid = ANY (ARRAY(SELECT ctid FROM ?? WHERE ?? < now() - ? * interval '1 day' LIMIT ?))`,
+      [table, table, column, days, slice],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < slice) break;
+  }
   return total;
 }

@@ -80,8 +80,70 @@ async function firstOpens(trx: Knex.Transaction, events: MessageEvent[]): Promis
   return new Set((rows as Array<{ id: string | number; first: boolean }>).filter((r) => r.first).map((r) => Number(r.id)));
 }
 
+type Click = Extract<MessageEvent, { type: 'clicked' }>;
+
+/**
+ * Clicks: every one counts in its link's and its message's totals; one not suspected of being a
+ * scanner's is a unique click of its link when it is the recipient's first on that link
+ * (link_clicks), and of its message when it is the recipient's first on any link
+ * (deliveries.clicked_at). Both are decided by the row updates themselves, so concurrent
+ * writers never count one twice. Returns the clicks that are their message's first.
+ */
+async function applyClicks(trx: Knex.Transaction, events: MessageEvent[]): Promise<Set<Click>> {
+  const clicks = events.filter((e): e is Click => e.type === 'clicked' && e.deliveryId !== null);
+  if (clicks.length === 0) return new Set();
+  const perPair = new Map<string, { delivery_id: number; link_id: number; user_id: number; n: number; human: number }>();
+  for (const c of clicks) {
+    const key = `${c.deliveryId}:${c.linkId}`;
+    const pair = perPair.get(key) ?? { delivery_id: c.deliveryId!, link_id: c.linkId, user_id: c.userId, n: 0, human: 0 };
+    pair.n += 1;
+    if (!c.data.suspected_bot) pair.human += 1;
+    perPair.set(key, pair);
+  }
+  const pairs = [...perPair.values()].sort((a, b) => a.delivery_id - b.delivery_id || a.link_id - b.link_id);
+  const { rows } = await trx.raw(
+    `INSERT INTO link_clicks AS c (delivery_id, link_id, user_id, clicks, human_clicks)
+     SELECT delivery_id, link_id, user_id, n, human FROM json_to_recordset(?::json) AS v(delivery_id bigint, link_id bigint, user_id integer, n integer, human integer)
+     ON CONFLICT (delivery_id, link_id, user_id) DO UPDATE SET clicks = c.clicks + EXCLUDED.clicks, human_clicks = c.human_clicks + EXCLUDED.human_clicks
+     RETURNING c.delivery_id, c.link_id, c.human_clicks`,
+    [JSON.stringify(pairs)],
+  );
+  const perLink = new Map<number, { id: number; user_id: number; total: number; uniq: number }>();
+  for (const p of pairs) {
+    const link = perLink.get(p.link_id) ?? { id: p.link_id, user_id: p.user_id, total: 0, uniq: 0 };
+    link.total += p.n;
+    perLink.set(p.link_id, link);
+  }
+  // A pair's first human click: its human count now is what this batch added.
+  for (const r of rows as Array<{ delivery_id: string; link_id: string; human_clicks: number }>) {
+    const added = perPair.get(`${Number(r.delivery_id)}:${Number(r.link_id)}`)!.human;
+    if (added > 0 && r.human_clicks === added) perLink.get(Number(r.link_id))!.uniq += 1;
+  }
+  await trx.raw(
+    `UPDATE tracked_links l SET total_clicks = l.total_clicks + v.total, unique_clicks = l.unique_clicks + v.uniq
+     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, total integer, uniq integer)
+     WHERE l.id = v.id AND l.user_id = v.user_id`,
+    [JSON.stringify([...perLink.values()].sort((a, b) => a.id - b.id))],
+  );
+  const human = [...new Set(clicks.filter((c) => !c.data.suspected_bot).map((c) => c.deliveryId!))].sort((a, b) => a - b);
+  if (human.length === 0) return new Set();
+  const { rows: firstRows } = await trx.raw(
+    `UPDATE deliveries SET clicked_at = now() WHERE id = ANY(?::bigint[]) AND clicked_at IS NULL RETURNING id`,
+    [human],
+  );
+  const firstOf = new Set((firstRows as Array<{ id: string }>).map((r) => Number(r.id)));
+  const out = new Set<Click>();
+  for (const c of clicks) {
+    if (c.data.suspected_bot || !firstOf.has(c.deliveryId!)) continue;
+    firstOf.delete(c.deliveryId!);
+    out.add(c);
+  }
+  return out;
+}
+
 export async function applyStatistics(trx: Knex.Transaction, events: MessageEvent[]): Promise<void> {
   const first = await firstOpens(trx, events);
+  const firstClicks = await applyClicks(trx, events);
   const counted = new Set<number>();
   const byOwner = { single_sends: new Map<string, Counts>(), automations: new Map<string, Counts>() };
   const bump = (e: MessageEvent, counter: Counter) => {
@@ -102,8 +164,10 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     else if (e.type === 'deferred') bump(e, 'deferred');
     else if (e.type === 'dropped') bump(e, 'dropped');
     else if (e.type === 'complained') bump(e, 'complaints');
-    // Unique clicks need the per-link state of click tracking (issue 11, not built yet): every click counts in the total.
-    else if (e.type === 'clicked') bump(e, 'total_clicks');
+    else if (e.type === 'clicked') {
+      bump(e, 'total_clicks');
+      if (firstClicks.has(e)) bump(e, 'unique_clicks');
+    }
     else if (e.type === 'opened') {
       bump(e, 'opens');
       if (e.deliveryId && first.has(e.deliveryId) && !counted.has(e.deliveryId)) {

@@ -23,7 +23,7 @@ export const EVENT_TYPES = [...MESSAGE_EVENT_TYPES, ...ACCOUNT_EVENT_TYPES] as c
 export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 
 /** Why a recipient was not sent a message (a `dropped` event's `data.reason`). */
-export type DropReason = 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained';
+export type DropReason = 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained' | 'suppressed';
 
 /** The message an event is about: its account, recipient row, send or automation, and address. */
 export interface MessageRef {
@@ -38,11 +38,14 @@ export interface MessageRef {
 export type MessageEvent = MessageRef &
   (
     | { type: 'delivered'; data?: undefined }
-    | { type: 'deferred'; data: { status: number | null; diagnostic: string } }
-    | { type: 'bounced'; data: { kind: 'hard' | 'soft'; status: number | null; diagnostic: string } }
+    // `status`: the SMTP reply code when Herald's own send failed, the enhanced status ('5.1.1') of a
+    // report received later (`source` says where from: src/bounces/apply.ts).
+    | { type: 'deferred'; data: { status: number | string | null; diagnostic: string; source?: string } }
+    | { type: 'bounced'; data: { kind: 'hard' | 'soft'; status: number | string | null; diagnostic: string; source?: string } }
     | { type: 'dropped'; data: { reason: DropReason } }
-    | { type: 'opened'; data?: undefined }
-    | { type: 'clicked'; data: { url: string; suspected_bot: boolean } }
+    | { type: 'opened'; data?: { via: 'click' } }
+    /** `linkId`: the tracked_links row (not stored in the event; the statistics count per link). */
+    | { type: 'clicked'; linkId: number; data: { url: string; suspected_bot: boolean } }
     | { type: 'unsubscribed'; data: { group_id: number | null } }
-    | { type: 'complained'; data?: undefined }
+    | { type: 'complained'; data?: { source: string; feedback_type?: string } }
   );

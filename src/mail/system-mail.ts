@@ -1,4 +1,6 @@
+import type { Knex } from 'knex';
 import type { Config } from '../config';
+import { signMessage } from '../dkim/sign';
 import type { Logger } from '../logger';
 import { buildMessage, newMessageId, type Address } from './mime';
 import type { Mailer } from './mailer';
@@ -7,17 +9,19 @@ import { htmlToText } from './text';
 
 export interface SystemMailDeps {
   config: Config;
+  /** Where the installation's DKIM key for MAIL_FROM's domain is kept. */
+  db: Knex;
   mailer: Mailer;
   logger: Logger;
 }
 
-/** Herald's own mail (sender verification, notifications): one message, sent now. */
+/** Herald's own mail (sender verification, notifications): one message, DKIM-signed for MAIL_FROM's domain, sent now. */
 export async function sendSystemMail(
   deps: SystemMailDeps,
   mail: { to: Address; subject: string; html: string },
 ): Promise<void> {
   const domain = deps.config.mailFrom.split('@')[1];
-  const raw = buildMessage({
+  const unsigned = buildMessage({
     from: { name: 'Herald', email: deps.config.mailFrom },
     to: mail.to,
     subject: mail.subject,
@@ -26,6 +30,7 @@ export async function sendSystemMail(
     messageId: newMessageId(domain),
     headers: { 'Auto-Submitted': 'auto-generated' },
   });
+  const raw = await signMessage(deps.db, deps.config, null, deps.config.mailFrom, unsigned);
   await deps.mailer.send({ from: deps.config.mailFrom, to: mail.to.email, raw });
 }
 

@@ -1,44 +1,219 @@
 import type { Express } from 'express';
 import type { Knex } from 'knex';
+import type { Config } from '../config';
 import type { Deps } from '../context';
+import { secret } from '../db/secrets';
 import { recordMessageEvents } from '../events/record';
-import { recipientCondition } from './recipient';
+import type { MessageEvent } from '../events/types';
+import type { Logger } from '../logger';
+import { lookupToken, readClickToken, type ClickRef, type RecipientRef } from '../recipient-token';
+import { pageErrors, sendPage } from './page';
+
+/**
+ * Open pixel and click redirects: the two public endpoints that every recipient's mail client
+ * (and every link scanner) hits. Each hit is one event (`opened`; `clicked`, plus an `opened`
+ * when a person clicks a message that had none — images are often blocked). Hits are recorded
+ * in group transactions: while one is committing, the next hits queue and go into the following
+ * one, so a burst costs a few commits instead of one per hit, and each answer still waits for
+ * its event to be committed (nothing is acknowledged and then lost).
+ */
 
 /** The smallest transparent GIF (43 bytes). */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 /**
- * Records an `opened` event: every load is one (total opens); the statistics count the first
- * per recipient as a unique open. Returns false for a token that is not ours.
+ * User-Agents of link scanners and prefetchers (mail security gateways, chat link previews,
+ * crawlers). A click from one is flagged `suspected_bot` whatever its timing.
  */
-export async function recordOpen(db: Knex, token: string): Promise<boolean> {
-  const recipient = await recipientCondition(db, token);
-  if (!recipient) return false;
-  const row = await recipient(db('deliveries')).first('id', 'user_id', 'single_send_id', 'automation_id', 'email');
-  if (!row) return false;
-  await db.transaction((trx) =>
-    recordMessageEvents(trx, [
-      {
-        type: 'opened',
+const SCANNER_AGENT =
+  /\b(bot|crawler|spider|slurp|barracuda|mimecast|proofpoint|urldefense|forcepoint|messagelabs|symantec|trend ?micro|sophos|fireeye|ironport|ironscales|zscaler|checkpoint|bitdefender|urlscan|safelinks|linkpreview|facebookexternalhit|slackbot|skypeuripreview|whatsapp)\b/i;
+
+export function isScannerAgent(userAgent: string | undefined): boolean {
+  return userAgent !== undefined && SCANNER_AGENT.test(userAgent);
+}
+
+interface TrackedLink {
+  id: number;
+  userId: number;
+  url: string;
+  /** The URL as a Location header carries it (ASCII: punycode host, percent-encoded path). */
+  location: string;
+  singleSendId: number | null;
+  automationId: number | null;
+}
+
+type Hit =
+  | { kind: 'open'; ref: RecipientRef }
+  | { kind: 'click'; ref: RecipientRef; link: TrackedLink; scanner: boolean };
+
+interface Pending {
+  hit: Hit;
+  done: (recorded: boolean) => void;
+  fail: (err: unknown) => void;
+}
+
+interface DeliveryRow {
+  id: string;
+  user_id: number;
+  single_send_id: number | null;
+  automation_id: number | null;
+  email: string;
+  open_count: number;
+  /** Seconds since the message was accepted (null: not sent). */
+  age: number | null;
+}
+
+/** Most hits of one group transaction. */
+const MAX_GROUP = 1000;
+
+export class TrackingRecorder {
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly config: Pick<Config, 'clickBotWindowSeconds'>,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Resolves once the hit's events are committed: true, or false when its message is not (or no longer) known. */
+  record(hit: Hit): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.queue.push({ hit, done, fail });
+      this.flushing ??= this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const group = this.queue.splice(0, MAX_GROUP);
+        try {
+          const recorded = await this.db.transaction((trx) => this.write(trx, group.map((p) => p.hit)));
+          group.forEach((p, i) => p.done(recorded[i]));
+        } catch (err) {
+          this.logger.warn({ err, hits: group.length }, 'tracking hits not recorded');
+          for (const p of group) p.fail(err);
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /**
+   * One group: the recipient rows are locked in id order (opens and clicks change them; a fixed
+   * order keeps two groups from deadlocking), then each hit becomes its events.
+   */
+  private async write(trx: Knex.Transaction, hits: Hit[]): Promise<boolean[]> {
+    const ids = [...new Set(hits.map((h) => h.ref.deliveryId))].sort((a, b) => a - b);
+    const { rows } = await trx.raw(
+      `SELECT id, user_id, single_send_id, automation_id, email, open_count,
+              extract(epoch FROM now() - sent_at)::float8 AS age
+       FROM deliveries WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
+      [ids],
+    );
+    const byId = new Map((rows as DeliveryRow[]).map((r) => [Number(r.id), r]));
+    const window = this.config.clickBotWindowSeconds;
+    const opened = new Set<number>();
+    const events: MessageEvent[] = [];
+    const recorded = hits.map((hit) => {
+      const row = byId.get(hit.ref.deliveryId);
+      if (!row || row.user_id !== hit.ref.userId) return false;
+      const ref = {
         userId: row.user_id,
         deliveryId: Number(row.id),
         singleSendId: row.single_send_id,
         automationId: row.automation_id,
         email: row.email,
-      },
-    ]),
-  );
-  return true;
+      };
+      if (hit.kind === 'open') {
+        events.push({ ...ref, type: 'opened' });
+        opened.add(ref.deliveryId);
+        return true;
+      }
+      // The link must be one of this message's: of its send, or of its automation.
+      const { link } = hit;
+      const ours = link.userId === row.user_id && (link.singleSendId !== null ? link.singleSendId === row.single_send_id : link.automationId === row.automation_id);
+      if (!ours) return false;
+      const bot = hit.scanner || (window > 0 && row.age !== null && row.age < window);
+      if (!bot && row.open_count === 0 && !opened.has(ref.deliveryId)) {
+        events.push({ ...ref, type: 'opened', data: { via: 'click' } });
+        opened.add(ref.deliveryId);
+      }
+      events.push({ ...ref, type: 'clicked', linkId: link.id, data: { url: link.url, suspected_bot: bot } });
+      return true;
+    });
+    await recordMessageEvents(trx, events);
+    return recorded;
+  }
 }
 
-/** GET /t/open/<token>.gif: always the GIF (also for unknown tokens or a failing database). */
+/** Links by id, read once per process: a tracked link's URL and owner never change. */
+class LinkCache {
+  private readonly links = new Map<number, TrackedLink>();
+
+  constructor(
+    private readonly db: Knex,
+    private readonly max = 10_000,
+  ) {}
+
+  async get(ref: ClickRef): Promise<TrackedLink | undefined> {
+    const hit = this.links.get(ref.linkId);
+    if (hit) return hit.userId === ref.userId ? hit : undefined;
+    const row = await this.db('tracked_links').where({ id: ref.linkId, user_id: ref.userId }).first('id', 'user_id', 'url', 'single_send_id', 'automation_id');
+    if (!row) return undefined;
+    const link = { id: Number(row.id), userId: row.user_id, url: row.url, location: new URL(row.url).href, singleSendId: row.single_send_id, automationId: row.automation_id };
+    if (this.links.size >= this.max) this.links.delete(this.links.keys().next().value as number);
+    this.links.set(link.id, link);
+    return link;
+  }
+}
+
+/** The recipient row a pixel's token names (a row written before signed tokens: by its stored token). */
+async function openRef(db: Knex, token: string): Promise<RecipientRef | undefined> {
+  const found = lookupToken(await secret(db, 'tracking'), token);
+  if (!found) return undefined;
+  if (found.by === 'key') return found.ref;
+  const row = await db('deliveries').where({ token: found.token }).first('id', 'user_id');
+  return row ? { deliveryId: Number(row.id), userId: row.user_id } : undefined;
+}
+
+const NOT_FOUND = '<h1>Link not recognised</h1><p>This link is incomplete or was not sent by us. Please use the link exactly as it appears in the email.</p>';
+
+/** GET /t/open/<token>.gif (always the GIF, also for unknown tokens or a failing database) and GET /t/click/<token>. */
 export function mountTracking(app: Express, deps: Deps): void {
+  const recorder = new TrackingRecorder(deps.db, deps.config, deps.logger);
+  const links = new LinkCache(deps.db);
+
   app.get('/t/open/:file', async (req, res) => {
     const token = String(req.params.file).replace(/\.gif$/i, '');
-    await recordOpen(deps.db, token).catch((err) => req.log?.warn({ err }, 'open not recorded'));
+    try {
+      const ref = await openRef(deps.db, token);
+      if (ref) await recorder.record({ kind: 'open', ref });
+    } catch (err) {
+      req.log?.warn({ err }, 'open not recorded');
+    }
     res
       .status(200)
       .set({ 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, no-cache, must-revalidate, private', Expires: '0' })
       .end(GIF);
   });
+
+  app.get(
+    '/t/click/:token',
+    pageErrors(async (req, res) => {
+      const ref = readClickToken(await secret(deps.db, 'tracking'), String(req.params.token));
+      const link = ref && (await links.get(ref));
+      if (!ref || !link) return sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+      // The person is sent on even when the click cannot be recorded (the database is down, say),
+      // but never with a token whose row and link are not one message's (only our key makes one).
+      const recorded = await recorder.record({ kind: 'click', ref, link, scanner: isScannerAgent(req.get('user-agent')) }).catch((err) => {
+        req.log?.warn({ err }, 'click not recorded');
+        return true;
+      });
+      if (!recorded) return sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+      res.status(302).set({ Location: link.location, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).end();
+    }),
+  );
 }

@@ -12,6 +12,7 @@ import { notificationRoutes } from './notifications/notifications.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
+import { suppressionRoutes } from './suppressions/suppressions.router';
 import { webhookRoutes } from './webhooks/webhooks.router';
 
 /** Every API operation, in the spec's order of families. */
@@ -30,4 +31,5 @@ export const apiRoutes: RouteDef[] = [
   ...senderRoutes,
   ...eventRoutes,
   ...webhookRoutes,
+  ...suppressionRoutes,
 ];

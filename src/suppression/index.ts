@@ -7,28 +7,40 @@ import type { DropReason } from '../events/types';
  * recipients of the message's unsubscribe group. Audience fan-out asks it in SQL (an
  * expression over a chunk), the automation engine for a batch, the unsubscribe page and the
  * unsubscribers/groups services write through it. Addresses compare case-insensitively.
- * (Bounces and complaints join here when Herald learns of them: issue "Deliverability".)
+ * Bounces, complaints and manual entries are the `suppressions` table (src/bounces/apply.ts
+ * and the /suppressions API write it through `suppress`).
  */
-export type SuppressionReason = Extract<DropReason, 'unsubscribed' | 'group_unsubscribed'>;
+export type SuppressionReason = Extract<DropReason, 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained' | 'suppressed'>;
+
+export type SuppressionType = 'bounce' | 'complaint' | 'manual';
+export type SuppressionSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api';
 
 /**
  * A SQL expression: why the address `emailSql` (a column of the caller's query) must not get a
- * message of account `userId` sent under group `groupId` — 'unsubscribed' (global list),
- * 'group_unsubscribed' — or NULL when it may. Index lookups on (user_id, lower(email)).
+ * message of account `userId` sent under group `groupId` — 'bounced', 'complained', 'suppressed'
+ * (the suppressions table, by type), 'unsubscribed' (global list), 'group_unsubscribed' — or
+ * NULL when it may. Index lookups on (user_id, lower(email)).
  */
 export function suppressionReasonSql(db: Knex, userId: number, groupId: number | null, emailSql: string): Knex.Raw {
-  return db.raw(reasonSql('?', '?', emailSql), [userId, groupId ?? 0, userId]);
+  return db.raw(reasonSql('?', '?', emailSql), [userId, userId, groupId ?? 0, userId]);
 }
 
-/** The rule, once: the global list first (it covers every group), then the message's group. */
+/**
+ * The rule, once: the suppressions first (a complaint is also a global unsubscribe, and the
+ * dropped event should say it was a complaint), then the global list (it covers every group),
+ * then the message's group. Every branch is one probe of a unique index on (user_id, lower(email)).
+ */
 function reasonSql(userSql: string, groupSql: string, emailSql: string): string {
-  return `CASE
+  return `coalesce(
+    (SELECT CASE s.type WHEN 'bounce' THEN 'bounced' WHEN 'complaint' THEN 'complained' ELSE 'suppressed' END
+     FROM suppressions s WHERE s.user_id = ${userSql} AND lower(s.email) = lower(${emailSql})),
+    CASE
       WHEN EXISTS (SELECT 1 FROM global_unsubscribers g WHERE g.user_id = ${userSql} AND lower(g.email_address) = lower(${emailSql}))
         THEN 'unsubscribed'
       WHEN EXISTS (SELECT 1 FROM unsubscribe_group_recipients ug
                    WHERE ug.unsubscribe_groups_id = ${groupSql} AND ug.user_id = ${userSql} AND lower(ug.email_address) = lower(${emailSql}))
         THEN 'group_unsubscribed'
-    END`;
+    END)`;
 }
 
 export interface Candidate {
@@ -83,5 +95,81 @@ export async function resubscribeToGroup(db: Knex, userId: number, groupId: numb
   await db('unsubscribe_group_recipients')
     .where({ user_id: userId, unsubscribe_groups_id: groupId })
     .whereRaw('lower(email_address) = lower(?)', [email])
+    .delete();
+}
+
+export interface Suppression {
+  userId: number;
+  email: string;
+  type: SuppressionType;
+  reason: string;
+  diagnostic: string;
+  source: SuppressionSource;
+  deliveryId?: number | null;
+  singleSendId?: number | null;
+  automationId?: number | null;
+  /** The kept report (bounce_reports.id), if any. */
+  reportId?: number | null;
+}
+
+/**
+ * Adds suppressions; an address already suppressed (in any case, of any type) keeps its first
+ * entry. Returns how many were added.
+ */
+/**
+ * The soft-bounce rule's count: how many `bounced` events of kind soft each address had within
+ * `days` (this transaction's own included), keyed `<account>:<lower-cased address>`. Whatever
+ * reported them — a DSN, a provider, or Herald's own send giving up on 4xx answers — counts.
+ */
+export async function softBounceCounts(db: Knex, days: number, addresses: Array<{ userId: number; email: string }>): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  if (addresses.length === 0) return counts;
+  const { rows } = await db.raw(
+    `SELECT v.user_id, v.email,
+            (SELECT count(*) FROM events e
+             WHERE e.user_id = v.user_id AND e.email = v.email AND e.type = 'bounced' AND e.data->>'kind' = 'soft'
+               AND e.occurred_at > now() - ? * interval '1 day')::int AS n
+     FROM (SELECT DISTINCT user_id, lower(email) AS email FROM json_to_recordset(?::json) AS x(user_id integer, email text)) v`,
+    [days, JSON.stringify(addresses.map((a) => ({ user_id: a.userId, email: a.email })))],
+  );
+  for (const r of rows as Array<{ user_id: number; email: string; n: number }>) counts.set(`${r.user_id}:${r.email}`, r.n);
+  return counts;
+}
+
+export async function suppress(db: Knex, rows: Suppression[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const r = await db.raw(
+    `INSERT INTO suppressions (user_id, email, type, reason, diagnostic, source, delivery_id, single_send_id, automation_id, report_id)
+     SELECT v.user_id, v.email, v.type, v.reason, v.diagnostic, v.source, v.delivery_id, v.single_send_id, v.automation_id, v.report_id
+     FROM json_to_recordset(?::json) AS v(user_id integer, email text, type text, reason text, diagnostic text, source text,
+       delivery_id bigint, single_send_id integer, automation_id integer, report_id bigint, n bigint)
+     ORDER BY v.n
+     ON CONFLICT (user_id, lower(email)) DO NOTHING`,
+    [
+      JSON.stringify(
+        rows.map((x, n) => ({
+          n,
+          user_id: x.userId,
+          email: x.email,
+          type: x.type,
+          reason: x.reason.slice(0, 1000),
+          diagnostic: x.diagnostic.slice(0, 2000),
+          source: x.source,
+          delivery_id: x.deliveryId ?? null,
+          single_send_id: x.singleSendId ?? null,
+          automation_id: x.automationId ?? null,
+          report_id: x.reportId ?? null,
+        })),
+      ),
+    ],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Lifts the account's suppressions of these addresses (any case); others are ignored. Returns how many went. */
+export async function liftSuppressions(db: Knex, userId: number, emails: string[]): Promise<number> {
+  return db('suppressions')
+    .where('user_id', userId)
+    .whereRaw('lower(email) = ANY (?::text[])', [emails.map((e) => e.toLowerCase())])
     .delete();
 }

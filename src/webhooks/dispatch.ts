@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
+import { dnsFor } from '../dns';
 import { postWebhook, type PostOutcome } from './http-post';
 import { signedHeaders } from './signature';
 
@@ -150,6 +151,7 @@ async function attempt(deps: WebhookDeps, d: Claimed): Promise<void> {
   const { config } = deps;
   const outcome = await postWebhook(d.url, d.body, signedHeaders(d.secret, d.msg_id, d.body), {
     allowHosts: config.webhookAllowHosts,
+    dns: dnsFor(config),
     timeoutMs: config.webhookTimeoutMs,
   });
   await recordOutcome(deps, d, outcome);
@@ -248,6 +250,7 @@ export async function sendTestEvent(
   const msgId = `msg_test_${randomBytes(12).toString('hex')}`;
   return postWebhook(webhook.url, body, signedHeaders(webhook.secret, msgId, body), {
     allowHosts: config.webhookAllowHosts,
+    dns: dnsFor(config),
     timeoutMs: config.webhookTimeoutMs,
   });
 }

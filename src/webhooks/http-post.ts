@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import type { Dns } from '../dns';
 import { RefusedTarget, resolveTarget } from './ssrf';
 
 /** What became of one request: the endpoint's HTTP status (null: no answer) and an error if not 2xx. */
@@ -16,6 +17,7 @@ const MAX_BODY_BYTES = 1024;
 export interface PostOptions {
   allowHosts: string[];
   timeoutMs: number;
+  dns: Dns;
 }
 
 /**
@@ -34,7 +36,7 @@ export async function postWebhook(
   const deadline = Date.now() + opts.timeoutMs;
   let target;
   try {
-    target = await withDeadline(resolveTarget(urlText, opts.allowHosts), opts.timeoutMs);
+    target = await withDeadline(resolveTarget(urlText, opts.allowHosts, opts.dns), opts.timeoutMs);
   } catch (err) {
     if (err instanceof RefusedTarget) return { ok: false, status: null, error: `refused: ${err.message.replace(':attribute', 'url')}` };
     if (err instanceof DeadlineError) return { ok: false, status: null, error: `timeout: no answer within ${opts.timeoutMs} ms` };

@@ -1,5 +1,5 @@
-import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import type { Dns } from '../dns';
 
 /**
  * Where a webhook may be sent (issue 11, "SSRF"). A URL names a host; the host is resolved and
@@ -10,7 +10,8 @@ import { BlockList, isIP } from 'node:net';
  *
  * The check runs on save and again before every request, and the request connects to the
  * address that was checked (see http-post.ts): a name that resolves to something else by then
- * (DNS rebinding) cannot redirect the request.
+ * (DNS rebinding) cannot redirect the request. Names are resolved by Herald's resolver
+ * (src/dns.ts: the system's, or DNS_SERVERS).
  */
 const METADATA = new BlockList();
 METADATA.addAddress('169.254.169.254', 'ipv4');
@@ -101,14 +102,14 @@ export function parseWebhookUrl(text: string): URL {
  * Resolves the URL's host and checks every address it has (one bad address refuses the host: a
  * resolver may hand out any of them). Returns the first address, the one to connect to.
  */
-export async function resolveTarget(text: string, allowHosts: string[]): Promise<ResolvedTarget> {
+export async function resolveTarget(text: string, allowHosts: string[], dns: Dns): Promise<ResolvedTarget> {
   const url = parseWebhookUrl(text);
   const host = hostOf(url);
   let addresses: Array<{ address: string; family: number }>;
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
   else {
     try {
-      addresses = await lookup(host, { all: true, verbatim: true });
+      addresses = await dns.addresses(host);
     } catch {
       throw new RefusedTarget(`The :attribute host ${host} could not be resolved.`);
     }

@@ -4,6 +4,7 @@ import request from 'supertest';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli';
 import { setupApp, testDatabaseUrl } from '../helpers/app';
+import { TEST_MASTER_KEY } from '../helpers/master-key';
 
 const { app, db } = setupApp();
 
@@ -20,6 +21,7 @@ async function herald(...args: string[]): Promise<{ out: string; err: string; ex
   process.env.DATABASE_URL = testDatabaseUrl();
   process.env.DATA_DIR = path.join(os.tmpdir(), `herald-cli-${process.pid}`);
   process.env.LOG_LEVEL = 'silent';
+  process.env.HERALD_MASTER_KEY = TEST_MASTER_KEY;
   let out = '';
   let err = '';
   const o = jest.spyOn(process.stdout, 'write').mockImplementation((c) => ((out += String(c)), true));
@@ -78,5 +80,25 @@ describe('herald migrate / seed', () => {
   it('are safe to repeat', async () => {
     expect((await herald('migrate')).out).toBe('already up to date\n');
     expect((await herald('seed')).out).toMatch(/^seeded: 01_reserved-fields/);
+  });
+});
+
+describe('herald dns', () => {
+  it('prints the records to publish for MAIL_FROM’s domain, the same key each time, and --json', async () => {
+    process.env.MAIL_FROM = 'herald@cli-dns.test';
+    try {
+      const { out, exitCode } = await herald('dns');
+      expect(exitCode).toBe(0);
+      const lines = out.trim().split('\n');
+      expect(lines[0]).toBe('# DNS records for cli-dns.test (purpose, type, host, value, status)');
+      expect(lines[1]).toMatch(/^dkim\tTXT\therald\d{7,}\._domainkey\.cli-dns\.test\t"v=DKIM1; k=rsa; p=MIIB[A-Za-z0-9+/=]+"\tunchecked$/);
+      expect(lines.slice(2).map((l) => l.split('\t').slice(0, 3).join(' '))).toEqual(['spf TXT cli-dns.test', 'dmarc TXT _dmarc.cli-dns.test']);
+      const json = JSON.parse((await herald('dns', '--json')).out);
+      expect(json.domain).toBe('cli-dns.test');
+      expect(`"${json.records[0].value}"`).toBe(lines[1].split('\t')[3]);
+      expect(await db('dkim_keys').whereNull('user_id').where({ domain: 'cli-dns.test' }).select('state')).toEqual([{ state: 'active' }]);
+    } finally {
+      delete process.env.MAIL_FROM;
+    }
   });
 });

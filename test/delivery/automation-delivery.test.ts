@@ -254,3 +254,48 @@ describe('a segment target', () => {
     expect(received('other@example.com').filter((m) => /Bonjour/.test(m.raw))).toHaveLength(1);
   });
 });
+
+describe('click tracking in automation emails', () => {
+  it('tracks the links of every email; one URL in two emails is one link of the automation', async () => {
+    const list = await makeContactType(db, a, 'Readers');
+    await makeContacts(db, a, list, [{ email: 'reader@example.com' }]);
+    const utr = await automation('custom', `contacts_${list}`);
+    for (const [subject, waiting_type, links] of [
+      ['Start', 'instantly', ['https://docs.example/start']],
+      ['Next', 'hours', ['https://docs.example/start', 'https://docs.example/next']],
+    ] as const) {
+      const res = await api(app, a).form('/automations/schedule/create', {
+        utr,
+        sender_id: sender,
+        subject,
+        waiting_period: 1,
+        waiting_type,
+        template_id: 3,
+        preview_img: 'template-welcome.png',
+        template_html: `<html><body>${links.map((l) => `<a href="${l}">${l}</a>`).join(' ')}</body></html>`,
+      });
+      expectSuccess(res, 'Schedule Added');
+    }
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`));
+    await waitForMail('reader@example.com', 1);
+    await fastForward(utr);
+    await waitForMail('reader@example.com', 2);
+    const mails = (await sink.byRecipient()).get('reader@example.com')!;
+    mails.sort((x, y) => String(x.subject).localeCompare(String(y.subject)) * -1);
+    const clickLinks = mails.map((m) => [...String(m.html).matchAll(/http:\/\/herald\.test(\/t\/click\/[0-9a-f]{68})/g)].map((x) => x[1]));
+    expect(clickLinks.map((l) => new Set(l).size)).toEqual([1, 2]);
+    config.clickBotWindowSeconds = 0;
+    try {
+      for (const path of [clickLinks[0][0], ...new Set(clickLinks[1])]) expect((await request(app).get(path)).status).toBe(302);
+    } finally {
+      config.clickBotWindowSeconds = 10;
+    }
+    const stats = (await api(app, a).get(`/automations/stats?utr=${utr}`)).body.message;
+    // Unique as unique opens are: per message (each email of the automation is one).
+    expect(stats).toMatchObject({ total_clicks: 3, unique_clicks: 2, total_delivered: 2 });
+    expect(stats.links).toEqual([
+      { url: 'https://docs.example/start', unique_clicks: 2, total_clicks: 2 },
+      { url: 'https://docs.example/next', unique_clicks: 1, total_clicks: 1 },
+    ]);
+  });
+});

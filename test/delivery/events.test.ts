@@ -161,6 +161,28 @@ describe('suppression', () => {
     ]);
     expect(dropped.every((e) => e.delivery_id !== null)).toBe(true);
   });
+
+  it('suppresses an address its server kept refusing for now (4xx until out of attempts) SOFT_BOUNCE_LIMIT times', async () => {
+    const list = await makeContactType(db, a, 'Soft');
+    await makeContacts(db, a, list, [{ email: 'full-box@example.com' }, { email: 'fine@example.com' }]);
+    sink.rcpt = (address) => (address === 'full-box@example.com' ? { code: 452, message: 'Mailbox full' } : 'accept');
+    config.softBounceLimit = 2;
+    try {
+      const first = await waitForSend(db, await createSend(list, 'Soft 1'));
+      expect(first).toMatchObject({ delivered: 1, bounces: 1 });
+      expect(await db('suppressions').where({ user_id: a.id, email: 'full-box@example.com' }).first()).toBeUndefined();
+      await waitForSend(db, await createSend(list, 'Soft 2'));
+      const suppression = await db('suppressions').where({ user_id: a.id, email: 'full-box@example.com' }).first('type', 'source', 'reason');
+      expect(suppression).toEqual({ type: 'bounce', source: 'smtp', reason: '2 soft bounces within 30 days' });
+      const before = sink.received.length;
+      const third = await waitForSend(db, await createSend(list, 'Soft 3'));
+      expect(sink.received.slice(before).map((m) => m.to[0])).toEqual(['fine@example.com']);
+      expect(await eventsOf({ single_send_id: third.id, type: 'dropped' })).toMatchObject([{ email: 'full-box@example.com', data: { reason: 'bounced' } }]);
+    } finally {
+      config.softBounceLimit = 3;
+      sink.rcpt = () => 'accept';
+    }
+  });
 });
 
 describe('account events and their notices', () => {
@@ -181,7 +203,11 @@ describe('account events and their notices', () => {
     );
     expect(notice.subject).toBe('[Herald] Contacts imported: people.csv');
     expect(notice.text).toMatch(/inserted\s+2/);
-    const [event] = (await api(app, a).get('/notification-events')).body.message.events;
+    // The worker records the mailing after the SMTP server has answered, so the sink can see the mail first.
+    const event = await waitFor('the import notice recorded as mailed', async () => {
+      const [latest] = (await api(app, a).get('/notification-events')).body.message.events;
+      return latest?.notified === 1 ? latest : undefined;
+    });
     expect(event).toMatchObject({ type: 'contacts.imported', notified: 1, notify_error: null, payload: { file_name: 'people.csv', inserted: 2 } });
   });
 

@@ -302,7 +302,11 @@ describe('notifications', () => {
     expect(subjects).toEqual(['[Herald] Single send “Notified send” started', '[Herald] Single send “Notified send” completed']);
     expect(mails[1].text).toMatch(/delivered\s+\d+/);
     expect(mails[1].text).toContain(utr);
-    const events = (await api(app, a).get('/notification-events')).body.message.events;
+    // The worker records the mailing after the SMTP server has answered, so the sink can see the mail first.
+    const events = await waitFor('the completion notice recorded as mailed', async () => {
+      const latest = (await api(app, a).get('/notification-events')).body.message.events;
+      return latest[0]?.notified === 1 ? latest : undefined;
+    });
     expect(events.slice(0, 2).map((e: { type: string }) => e.type)).toEqual(['single_send.completed', 'single_send.started']);
     expect(events[0]).toMatchObject({ notified: 1, notify_error: null, payload: { utr, single_send: 'Notified send' } });
     expectShape(eventRecord, events[0]);

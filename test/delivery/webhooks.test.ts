@@ -3,6 +3,7 @@ import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { startDnsServer } from '../helpers/dns';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { startReceiver, type Hit, type Receiver } from '../helpers/webhook-receiver';
@@ -286,5 +287,27 @@ describe('SSRF at delivery', () => {
     });
     expect(row).toMatchObject({ status: 'pending', http_status: null, error: 'refused: The url must not point to a loopback, private or link-local address.' });
     expect(r.hits).toHaveLength(0);
+  });
+  it('refuses a name that a real DNS server answered with a public address at save and with 127.0.0.1 now (rebinding)', async () => {
+    const dns = await startDnsServer();
+    config.dnsServers = [dns.servers];
+    try {
+      const a = await makeAccount(db, 'Rebinding');
+      const r = await receiver();
+      dns.set('hooks.rebind.test', 'A', ['93.184.215.14']);
+      const id = await saveWebhook(a, `http://hooks.rebind.test:${r.port}/hook`);
+      dns.set('hooks.rebind.test', 'A', ['127.0.0.1']);
+      await notify(a, 'rebinding');
+      const [row] = await waitFor('a refused attempt', async () => {
+        const rows = await deliveries(a, id);
+        return rows[0]?.error ? rows : undefined;
+      });
+      expect(row).toMatchObject({ status: 'pending', http_status: null, error: 'refused: The url must not point to a loopback, private or link-local address.' });
+      expect(r.hits).toHaveLength(0);
+      expect(dns.queries.some((q) => q.name === 'hooks.rebind.test')).toBe(true);
+    } finally {
+      config.dnsServers = [];
+      await dns.close();
+    }
   });
 });

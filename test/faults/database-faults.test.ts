@@ -31,6 +31,7 @@ import { figure, printFigures } from './lib-db/figures';
 import { captureLog } from './lib-db/log';
 import { startFaultySmtp, type FaultySmtp } from './lib-db/smtp';
 import { patient, sleep, waitFor } from '../helpers/wait';
+import { TEST_MASTER_KEY } from '../helpers/master-key';
 
 /** No request may take longer than this during an outage (connections give up after 5 s). */
 const MAX_LATENCY_MS = 7000;
@@ -60,6 +61,7 @@ beforeAll(async () => {
     DATABASE_URL: cluster.url,
     LOG_LEVEL: 'silent',
     DATA_DIR: path.join(os.tmpdir(), `herald-test-${process.pid}`),
+    HERALD_MASTER_KEY: TEST_MASTER_KEY,
     PUBLIC_URL: 'http://herald.test',
     RATE_LIMIT_PER_MINUTE: '0',
     SEND_BATCH_SIZE: String(SEND_BATCH_SIZE),

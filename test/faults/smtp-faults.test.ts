@@ -23,6 +23,7 @@ import { freshDatabase, type FreshDatabase } from './lib-db/database';
 import { figure, printFigures } from './lib-db/figures';
 import { recordingMailer, startFaultySmtp, type Attempt, type FaultySmtp, type RecordingMailer } from './lib-db/smtp';
 import { patient, sleep, waitFor } from '../helpers/wait';
+import { TEST_MASTER_KEY } from '../helpers/master-key';
 
 const RETRY_BASE_MS = 100;
 const SMTP_TIMEOUT_MS = 1000;
@@ -45,6 +46,7 @@ beforeAll(async () => {
     DATABASE_URL: fresh.url,
     LOG_LEVEL: 'silent',
     DATA_DIR: path.join(os.tmpdir(), `herald-test-${process.pid}`),
+    HERALD_MASTER_KEY: TEST_MASTER_KEY,
     PUBLIC_URL: 'http://herald.test',
     SMTP_TIMEOUT_MS: String(SMTP_TIMEOUT_MS),
     RETRY_BASE_MS: String(RETRY_BASE_MS),

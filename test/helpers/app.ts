@@ -11,6 +11,7 @@ import { createDb } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
 import { isolatedUrl, type IsolatedName } from '../setup/isolated';
 import { memoryMailer, type MemoryMailer } from './mail';
+import { TEST_MASTER_KEY } from './master-key';
 
 export interface TestApp {
   app: Express;
@@ -36,6 +37,7 @@ export function setupApp(env: Record<string, string> = {}, isolated?: IsolatedNa
     LOG_LEVEL: 'silent',
     DATA_DIR: path.join(os.tmpdir(), `herald-test-${process.pid}`),
     PUBLIC_URL: 'http://herald.test',
+    HERALD_MASTER_KEY: TEST_MASTER_KEY,
     ...env,
   });
   const db = createDb({ url, poolMax: 4, logger: createLogger('silent') });

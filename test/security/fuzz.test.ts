@@ -356,6 +356,9 @@ const NO_READBACK: Record<string, string> = {
   'POST /single/send/duplicate': 'copies a record; takes only a utr',
   'POST /webhooks/save': 'the url must resolve to a public host, which fuzzed values almost never do (read back in test/api/webhooks.test.ts)',
   'POST /webhooks/test': 'stores nothing; takes only an id',
+  'POST /sender/dns/check': 'takes only a sender id; stores DNS statuses (test/api/sender-dns.test.ts)',
+  'POST /sender/dns/rotate': 'takes only a sender id; makes a key (test/api/sender-dns.test.ts)',
+  'POST /suppressions/add': 'takes email addresses, which fuzzed strings almost never are (read back in test/api/suppressions.test.ts)',
 };
 
 /** What the stored value must be for a string that was sent. */

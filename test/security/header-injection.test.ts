@@ -24,9 +24,10 @@ const { app, db, config, mailer: systemMailer } = setupApp({ RETRY_BASE_MS: '0',
 const INJECT = '\r\nBcc: bcc-victim@evil.test\r\nX-Injected: yes';
 /** Every other line break a client could try: bare LF, bare CR, Unicode separators, NEL, NUL. */
 const VARIANTS = ['\nX-Injected: lf', '\rX-Injected: cr', '\u2028X-Injected: ls', '\u2029X-Injected: ps', '\u0085X-Injected: nel', '\r\n\tX-Injected: folded', '\r\n\r\nbody-injected'];
-const EXPECTED_HEADERS = ['from', 'to', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'list-unsubscribe', 'list-unsubscribe-post', 'content-type'];
+// Every message Herald sends is DKIM-signed (docs/decisions.md, "DKIM and sender DNS").
+const EXPECTED_HEADERS = ['dkim-signature', 'from', 'to', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'list-unsubscribe', 'list-unsubscribe-post', 'content-type'];
 /** Herald's own mail (verification, notifications). */
-const SYSTEM_HEADERS = ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'auto-submitted', 'content-type'];
+const SYSTEM_HEADERS = ['dkim-signature', 'from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'auto-submitted', 'content-type'];
 const OWNER = 'owner@example.com';
 /**
  * The campaign messages, by envelope sender: the worker also mails the notices other test files

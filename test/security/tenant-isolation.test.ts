@@ -317,13 +317,17 @@ const MATRIX: Record<string, Case[]> = {
   'POST /sender/update': [idCase('sender_id', (h, t, me) => h.form('/sender/update', { sender_id: t.senderId, ...senderBody(me) }))],
   'DELETE /sender/delete': [idCase('sender_id', (h, t) => h.delete(q('/sender/delete', { sender_id: t.senderId })))],
   'GET /sender/resend-mail': [idCase('sender_id', (h, t) => h.get(q('/sender/resend-mail', { sender_id: t.senderId })))],
+  'GET /sender/dns': [idCase('sender_id', (h, t) => h.get(q('/sender/dns', { sender_id: t.senderId })))],
+  'POST /sender/dns/check': [idCase('sender_id', (h, t) => h.form(q('/sender/dns/check', { sender_id: t.senderId }), {}))],
+  'POST /sender/dns/rotate': [idCase('sender_id', (h, t) => h.form(q('/sender/dns/rotate', { sender_id: t.senderId }), {}))],
+  'GET /suppressions/message': [idCase('id', (h, t) => h.get(q('/suppressions/message', { id: t.suppressionId })))],
 };
 
 const ops = operations();
 /** Operations that name records: an id param, or reference fields in the form. */
 const referencing = ops.filter((op) => op.def.id || referenceFields(op.def).length > 0);
 /** Operations with neither: lists and other reads, checked for leaks by marker. */
-const reads = ops.filter((op) => !op.def.id && !op.def.body);
+const reads = ops.filter((op) => !op.def.id && !op.def.body && op.method !== 'delete');
 
 
 let A: World;
@@ -444,4 +448,5 @@ const OWN_DATA_VISIBLE = new Set([
   'POST /senders',
   'GET /events',
   'GET /webhooks/list',
+  'GET /suppressions/list',
 ]);

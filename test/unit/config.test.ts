@@ -31,6 +31,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ EVENTS_RETENTION_DAYS: 'forever' })).toThrow(ConfigError);
   });
 
+  it('reads the deliverability settings: DNS_SERVERS, HERALD_MASTER_KEY, BOUNCE_DOMAIN, INBOUND_HOSTNAME', () => {
+    const d = loadConfig({ PUBLIC_URL: 'https://mail.example.com' });
+    expect(d).toMatchObject({ dnsServers: [], masterKey: undefined, bounceDomain: undefined, inboundHostname: 'mail.example.com' });
+    const key = Buffer.alloc(32, 7);
+    const c = loadConfig({ DNS_SERVERS: '127.0.0.1:5353, [::1]:53,10.0.0.2', HERALD_MASTER_KEY: key.toString('base64'), BOUNCE_DOMAIN: 'Bounces.Example.com', INBOUND_HOSTNAME: 'mx.example.com' });
+    expect(c).toMatchObject({ dnsServers: ['127.0.0.1:5353', '[::1]:53', '10.0.0.2'], masterKey: key, bounceDomain: 'bounces.example.com', inboundHostname: 'mx.example.com' });
+    expect(loadConfig({ HERALD_MASTER_KEY: key.toString('hex') }).masterKey).toEqual(key);
+    expect(() => loadConfig({ HERALD_MASTER_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/HERALD_MASTER_KEY=.*32 bytes/);
+    expect(() => loadConfig({ DNS_SERVERS: 'not a server' })).toThrow(/DNS_SERVERS="not a server"/);
+    expect(() => loadConfig({ BOUNCE_DOMAIN: 'bad domain' })).toThrow(/BOUNCE_DOMAIN=/);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', PORT: '' }).port).toBe(3000);
   });

@@ -57,8 +57,8 @@ const SPEC_COUNTERS = {
 
 /**
  * GET /single/send/stats and /automations/stats: the spec's counters under their spec names,
- * the counters kept only from events (src/events/statistics.ts), every tracked link (none until
- * click tracking rewrites links) and the hourly timeline.
+ * the counters kept only from events (src/events/statistics.ts), every tracked link (in the order
+ * the design first had them; unclicked ones with zeros) and the hourly timeline.
  */
 export async function messageStats(ctx: Ctx, table: 'single_sends' | 'automations', utr: string) {
   if (!isUtr(utr)) throw notFound1();
@@ -74,10 +74,11 @@ export async function messageStats(ctx: Ctx, table: 'single_sends' | 'automation
     .where({ user_id: ctx.userId, owner_type: owner, owner_id: row.id })
     .orderBy('hour')
     .select('hour', 'delivered', 'opens', 'clicks', 'unsubscribes')) as Array<{ hour: string; delivered: number; opens: number; clicks: number; unsubscribes: number }>;
+  const links = (await ctx
+    .db('tracked_links')
+    .where({ user_id: ctx.userId, [table === 'single_sends' ? 'single_send_id' : 'automation_id']: row.id })
+    .orderBy('id')
+    .select('url', 'unique_clicks', 'total_clicks')) as Array<{ url: string; unique_clicks: number; total_clicks: number }>;
   const { id: _id, ...counters } = row;
-  return {
-    ...counters,
-    links: [] as Array<{ url: string; unique_clicks: number; total_clicks: number }>,
-    timeline,
-  };
+  return { ...counters, links, timeline };
 }

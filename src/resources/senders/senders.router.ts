@@ -6,9 +6,28 @@ import { route, type RouteDef } from '../../http/routes';
 import { confirmation, pagination } from '../shared/schemas';
 import { senderBody, senderRecord } from './senders.schemas';
 import * as service from './senders.service';
+import * as dns from './sender-dns.service';
 
 const tag = 'Senders';
 const senderId = { name: 'sender_id', notFound: notFound1 };
+
+const recordStatus = z.enum(['verified', 'missing', 'mismatch', 'unchecked']);
+const dnsRecords = z.object({
+  domain: z.string(),
+  records: z.array(
+    z.object({
+      purpose: z.enum(['dkim', 'bounce', 'spf', 'dmarc']),
+      type: z.enum(['TXT', 'MX']),
+      host: z.string(),
+      value: z.string(),
+      status: recordStatus,
+    }),
+  ),
+});
+const DNS_DESCRIPTION =
+  '`dkim`: the TXT record of the signing key (and of a rotation’s new key until it takes over); `bounce`: the MX of ' +
+  'BOUNCE_DOMAIN (only when it is set); `spf`: a hint for the envelope sender’s domain; `dmarc`: a hint at ' +
+  '`_dmarc.<domain>`. `status` is that of the last check (`unchecked` before any).';
 
 export const senderRoutes: RouteDef[] = [
   route({
@@ -78,6 +97,41 @@ export const senderRoutes: RouteDef[] = [
       await service.deleteSender(ctx, id);
       return okInErrors(messages.deleted);
     },
+  }),
+  route({
+    method: 'get',
+    path: '/sender/dns',
+    tag,
+    summary: 'The DNS records to publish for the sender’s domain, with the last check’s status',
+    description: DNS_DESCRIPTION,
+    id: senderId,
+    response: dnsRecords,
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, deps, id }) => ok(await dns.senderRecords(ctx, deps.config, id)),
+  }),
+  route({
+    method: 'post',
+    path: '/sender/dns/check',
+    tag,
+    summary: 'Look the sender domain’s records up now; answers like GET /sender/dns',
+    description: `${DNS_DESCRIPTION} A rotation’s new key starts signing once its record is found here.`,
+    id: senderId,
+    response: dnsRecords,
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, deps, id }) => ok(await dns.checkSenderRecords(ctx, deps.config, id)),
+  }),
+  route({
+    method: 'post',
+    path: '/sender/dns/rotate',
+    tag,
+    summary: 'Make a new DKIM key (selector) for the sender’s domain',
+    description:
+      'Publish the new selector’s record (GET /sender/dns lists it), then check: mail is signed with the current key ' +
+      'until a check finds the new record. A second rotation before that replaces the new key.',
+    id: senderId,
+    response: z.object({ selector: z.string() }),
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, deps, id }) => ok(await dns.rotateSenderKey(ctx, deps.config, id)),
   }),
   route({
     method: 'get',

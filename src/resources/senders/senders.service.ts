@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
+import { ensureKey, signingDomain } from '../../dkim/keys';
 import { escapeHtml } from '../../mail/escape-html';
 import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/system-mail';
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
@@ -153,6 +154,18 @@ async function mailVerificationBestEffort(
     .update({ send_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
 }
 
+/**
+ * A new sending domain gets its DKIM key now, so GET /sender/dns has its record to publish
+ * before the first message. Best effort: signing makes a missing key on first use anyway.
+ */
+async function ensureDomainKey(ctx: Ctx, mail: SystemMailDeps, email: string): Promise<void> {
+  try {
+    await ensureKey(ctx.db, mail.config, ctx.userId, signingDomain(email));
+  } catch (err) {
+    mail.logger.warn({ err: (err as Error).message }, 'DKIM key could not be made for a sender domain');
+  }
+}
+
 /** Newest first. */
 export async function listSenders(ctx: Ctx, paging?: Paging) {
   const base = liveRows(ctx, TABLE);
@@ -186,6 +199,7 @@ export async function saveSender(ctx: Ctx, mail: SystemMailDeps, input: SenderIn
       throw err;
     }
   }
+  await ensureDomainKey(ctx, mail, input.from_email);
   await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
 }
 
@@ -214,7 +228,10 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
       });
     return changed;
   });
-  if (emailChanged) await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
+  if (emailChanged) {
+    await ensureDomainKey(ctx, mail, input.from_email);
+    await mailVerificationBestEffort(ctx, mail, { id, ...input }, token);
+  }
 }
 
 /**

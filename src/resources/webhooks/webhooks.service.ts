@@ -6,6 +6,7 @@ import { listRows, type Paging } from '../../http/pagination';
 import { sendTestEvent } from '../../webhooks/dispatch';
 import { newSecret } from '../../webhooks/signature';
 import { RefusedTarget, resolveTarget } from '../../webhooks/ssrf';
+import { dnsFor } from '../../dns';
 import { deleteById, findOrFail, scoped } from '../shared/crud';
 import type { DeliveryRecord, SaveWebhookInput, WebhookRecord } from './webhooks.schemas';
 
@@ -24,7 +25,7 @@ function liveWebhooks(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
 /** The host must resolve to public addresses now (VAL otherwise); the worker checks again before each request. */
 async function checkTarget(config: Config, url: string): Promise<void> {
   try {
-    await resolveTarget(url, config.webhookAllowHosts);
+    await resolveTarget(url, config.webhookAllowHosts, dnsFor(config));
   } catch (err) {
     if (err instanceof RefusedTarget) throw invalid({ url: [err.message.replace(':attribute', 'url')] });
     throw err;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { patient, sleep } from '../../helpers/wait';
+import { TEST_MASTER_KEY } from '../../helpers/master-key';
 
 /**
  * Herald as an operator runs it, for the fault tests: the compiled CLI (`node bin/herald.js
@@ -188,6 +189,7 @@ export function heraldEnv(databaseUrl: string, env: Record<string, string> = {})
     DB_POOL_MAX: '4',
     PUBLIC_URL: 'http://herald.test',
     DATA_DIR: tempDataDir('child'),
+    HERALD_MASTER_KEY: TEST_MASTER_KEY,
     PORT: '0',
     ...env,
   };

@@ -34,7 +34,7 @@ export async function digest(db: Knex, userId: number, opts: { shared?: boolean 
   const tables = await listTenantTables(db);
   const parts = tables.map(
     (t) =>
-      `SELECT '${t}' AS t, count(*)::text || ':' || md5(coalesce(string_agg(x::text, '|' ORDER BY x.id), '')) AS d FROM "${t}" x WHERE x.user_id = ?`,
+      `SELECT '${t}' AS t, count(*)::text || ':' || md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS d FROM "${t}" x WHERE x.user_id = ?`,
   );
   // Shared tables only where nothing else writes them meanwhile (an isolated database).
   if (opts.shared) {
@@ -50,7 +50,7 @@ export async function digest(db: Knex, userId: number, opts: { shared?: boolean 
 export async function accountRows(db: Knex, userId: number): Promise<Record<string, unknown[]>> {
   const tables = await listTenantTables(db);
   const parts = tables.map(
-    (t) => `SELECT '${t}' AS t, coalesce(json_agg(x ORDER BY x.id), '[]'::json) AS rows FROM "${t}" x WHERE x.user_id = ?`,
+    (t) => `SELECT '${t}' AS t, coalesce(json_agg(x ORDER BY x::text), '[]'::json) AS rows FROM "${t}" x WHERE x.user_id = ?`,
   );
   parts.push(`SELECT 'account' AS t, json_agg(x) AS rows FROM accounts x WHERE x.id = ?`);
   const { rows } = (await db.raw(parts.join('\nUNION ALL\n'), [...tables.map(() => userId), userId])) as {

@@ -34,6 +34,8 @@ export interface World {
   scheduleUtr: string;
   importId: number;
   webhookId: number;
+  /** A suppression with a kept report (GET /suppressions/message). */
+  suppressionId: number;
 }
 
 function ok(res: { status: number; body: unknown; text?: string }, what: string): void {
@@ -193,7 +195,16 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
   // An address the test call refuses at once (loopback, not allowed here): no request leaves the test.
   await db('webhooks').where({ user_id: a.id, id: webhookId }).update({ url: `http://127.0.0.1:9/${marker}` });
 
+  // A bounce as Herald keeps it: the report, and the suppression that names it.
+  const [report] = await db('bounce_reports')
+    .insert({ user_id: a.id, delivery_id: 1, kind: 'hard', source: 'dsn', status: '5.1.1', diagnostic: 'user unknown', raw: Buffer.from(`Subject: ${marker} bounce\r\n\r\nno such user\r\n`) })
+    .returning('id');
+  const [suppression] = await db('suppressions')
+    .insert({ user_id: a.id, email: `${marker}-gone@example.com`, type: 'bounce', reason: 'hard bounce', diagnostic: 'user unknown', source: 'dsn', report_id: report.id })
+    .returning('id');
+
   return {
+    suppressionId: Number(suppression.id),
     account: a,
     marker,
     countryId: gb.id,

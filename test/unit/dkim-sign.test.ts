@@ -1,0 +1,63 @@
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { dkimSign } from 'mailauth/lib/dkim/sign';
+import { dkimVerify } from 'mailauth/lib/dkim/verify';
+import { dkimSignatureLine, SIGNED_HEADERS } from '../../src/dkim/sign';
+import { messageWriter } from '../../src/mail/mime';
+
+/**
+ * Herald's signing path (mailauth's steps, a parsed key) against mailauth itself: the same body
+ * hash and header list as its dkimSign, and a signature its dkimVerify passes.
+ */
+const pair = generateKeyPairSync('rsa', {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  publicKeyEncoding: { type: 'spki', format: 'der' },
+});
+const key = { domain: 'acme.test', selector: 'herald2026111', key: createPrivateKey(pair.privateKey) };
+const record = `v=DKIM1; k=rsa; p=${pair.publicKey.toString('base64')}`;
+const resolver = async (name: string) => {
+  if (name !== 'herald2026111._domainkey.acme.test') throw Object.assign(new Error('NXDOMAIN'), { code: 'ENOTFOUND' });
+  return [[record.slice(0, 255), record.slice(255)]];
+};
+
+const write = messageWriter({ from: { name: 'Acme Ünïcode', email: 'news@acme.test' }, replyTo: 'reply@acme.test', headers: { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } });
+const messages = [
+  write({
+    to: { name: 'Ada', email: 'ada@example.com' },
+    subject: 'Grüße, Ada — a long subject that the writer folds into more than one encoded word for sure',
+    text: 'Hello  Ada\t \n\nline with trailing spaces   \n\n\n',
+    html: '<p>Hello Ada</p>'.repeat(500),
+    messageId: '<abc@acme.test>',
+    headers: { 'List-Unsubscribe': '<https://herald.test/unsubscribe/abc>' },
+  }),
+  // A hand-written message: whitespace runs, trailing blanks and empty lines at the end of the body.
+  'From: news@acme.test\r\nTo:  ada@example.com \r\nSubject: Hi\r\n\tthere\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\nMessage-ID: <x@acme.test>\r\n' +
+    'MIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nHello   world \t\r\n\r\n \r\n\r\n',
+];
+
+describe('dkimSignatureLine', () => {
+  it.each(messages.map((m, i) => [i, m]))('signs message %i so that mailauth verifies it, with its body hash and header list', async (_i, raw) => {
+    const line = dkimSignatureLine(raw as string, key);
+    const { results } = await dkimVerify(Buffer.from(line + raw), { resolver } as never);
+    expect(results.map((r) => [r.status.result, r.status.comment ?? null])).toEqual([['pass', null]]);
+    const theirs = await dkimSign(raw as string, {
+      canonicalization: 'relaxed/relaxed',
+      algorithm: 'rsa-sha256',
+      headerList: SIGNED_HEADERS,
+      signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: pair.privateKey }],
+    } as never);
+    const tag = (text: string, name: string) => new RegExp(`[;\\s]${name}=([^;]+)`).exec(text)?.[1].replace(/\s+/g, '');
+    expect(tag(line, 'bh')).toBe(tag(theirs.signatures, 'bh'));
+    expect(tag(line, 'h')).toBe(tag(theirs.signatures, 'h'));
+    expect(line).toMatch(/^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=acme\.test;/);
+  });
+
+  it('fails verification once a signed header or the body changes', async () => {
+    const raw = messages[0];
+    const signed = dkimSignatureLine(raw, key) + raw;
+    for (const tampered of [signed.replace('Subject: ', 'Subject: X'), signed.replace(/\r\n\r\n([A-Za-z])/, '\r\n\r\nX$1')]) {
+      const { results } = await dkimVerify(Buffer.from(tampered), { resolver } as never);
+      expect(results[0].status.result).not.toBe('pass');
+    }
+  });
+});
