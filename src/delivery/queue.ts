@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { enhancedStatus } from '../bounces/fields';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import { softBounceCounts, suppress, type Suppression } from '../suppression';
@@ -169,10 +170,11 @@ function outcomeEvent(row: Applied): MessageEvent {
     automationId: row.automation_id,
     email: row.email,
   };
-  const diagnostic = row.error ?? '';
   if (row.status === DeliveryStatus.Sent) return { ...ref, type: 'delivered' };
-  if (row.status === DeliveryStatus.Queued) return { ...ref, type: 'deferred', data: { status: row.code, diagnostic } };
-  return { ...ref, type: 'bounced', data: { kind: row.status === DeliveryStatus.Bounced ? 'hard' : 'soft', status: row.code, diagnostic } };
+  const diagnostic = row.error ?? '';
+  const data = { status: enhancedStatus(diagnostic), smtp_code: row.code, diagnostic, source: 'smtp' };
+  if (row.status === DeliveryStatus.Queued) return { ...ref, type: 'deferred', data };
+  return { ...ref, type: 'bounced', data: { kind: row.status === DeliveryStatus.Bounced ? 'hard' : 'soft', ...data } };
 }
 
 /**

@@ -34,14 +34,23 @@ export interface MessageRef {
   email: string;
 }
 
+/** What a failed delivery attempt or a bounce report says. */
+export interface BounceData {
+  status: string | null;
+  diagnostic: string;
+  source: string;
+  smtp_code?: number | null;
+}
+
 /** One fact about a message, with the data its type carries. */
 export type MessageEvent = MessageRef &
   (
     | { type: 'delivered'; data?: undefined }
-    // `status`: the SMTP reply code when Herald's own send failed, the enhanced status ('5.1.1') of a
-    // report received later (`source` says where from: src/bounces/apply.ts).
-    | { type: 'deferred'; data: { status: number | string | null; diagnostic: string; source?: string } }
-    | { type: 'bounced'; data: { kind: 'hard' | 'soft'; status: number | string | null; diagnostic: string; source?: string } }
+    // `status`: the enhanced status ('5.1.1') or null when the answer has none; `source` says where the
+    // answer came from: `smtp` (Herald's own send, which adds the reply code as `smtp_code`), or a report
+    // received later (`dsn`, `arf`, `imap`, an ESP: src/bounces/apply.ts).
+    | { type: 'deferred'; data: BounceData }
+    | { type: 'bounced'; data: BounceData & { kind: 'hard' | 'soft' } }
     | { type: 'dropped'; data: { reason: DropReason } }
     | { type: 'opened'; data?: { via: 'click' } }
     /** `linkId`: the tracked_links row (not stored in the event; the statistics count per link). */

@@ -61,9 +61,9 @@ beforeAll(async () => {
   await record([
     message('delivered', 'Ada@Example.com'),
     message('delivered', 'grace@example.com'),
-    message('deferred', 'slow@example.com', { data: { status: 451, diagnostic: 'later' } } as Partial<MessageEvent>),
-    message('bounced', 'hard@example.com', { data: { kind: 'hard', status: 550, diagnostic: 'no such user' } } as Partial<MessageEvent>),
-    message('bounced', 'slow@example.com', { data: { kind: 'soft', status: 451, diagnostic: 'gave up' } } as Partial<MessageEvent>),
+    message('deferred', 'slow@example.com', { data: { status: '4.2.2', smtp_code: 451, diagnostic: '451 4.2.2 later', source: 'smtp' } } as Partial<MessageEvent>),
+    message('bounced', 'hard@example.com', { data: { kind: 'hard', status: '5.1.1', smtp_code: 550, diagnostic: '550 5.1.1 no such user', source: 'smtp' } } as Partial<MessageEvent>),
+    message('bounced', 'slow@example.com', { data: { kind: 'soft', status: null, smtp_code: 451, diagnostic: 'gave up', source: 'smtp' } } as Partial<MessageEvent>),
     message('dropped', 'out@example.com', { data: { reason: 'unsubscribed' } } as Partial<MessageEvent>),
     message('opened', 'ada@example.com'),
     message('complained', 'grace@example.com'),
@@ -99,7 +99,7 @@ describe('GET /events', () => {
       'dropped',
     ]);
     expect(all[0]).toMatchObject({ email: 'ada@example.com', single_send_utr: sendUtr, automation_utr: null, data: {} });
-    expect(all[3].data).toEqual({ kind: 'hard', status: 550, diagnostic: 'no such user' });
+    expect(all[3].data).toEqual({ kind: 'hard', status: '5.1.1', smtp_code: 550, diagnostic: '550 5.1.1 no such user', source: 'smtp' });
     expect(all[8]).toMatchObject({ email: null, single_send_utr: null, data: { automation: 'Drip', utr: automationUtr } });
     expect(all[9]).toMatchObject({ automation_utr: automationUtr, data: { reason: 'group_unsubscribed' } });
     const ids = all.map((e) => e.id as number);

@@ -73,9 +73,9 @@ describe('message events', () => {
     ]);
     sink.rcpt = (address) =>
       address === 'hard@example.com'
-        ? { code: 550, message: 'No such user' }
+        ? { code: 550, message: '5.1.1 No such user' }
         : address === 'slow@example.com'
-          ? { code: 451, message: 'Try later' }
+          ? { code: 451, message: '4.2.2 Try later' }
           : 'accept';
     utr = await createSend(list, 'Outcomes');
     await waitForSend(db, utr);
@@ -92,13 +92,13 @@ describe('message events', () => {
     expect(delivered.map((e) => e.email).sort()).toEqual(['ok-one@example.com', 'ok-two@example.com']);
     expect(new Set(delivered.map((e) => e.delivery_id)).size).toBe(2);
     expect(events.filter((e) => e.type === 'bounced')).toEqual([
-      expect.objectContaining({ email: 'hard@example.com', data: { kind: 'hard', status: 550, diagnostic: expect.stringContaining('No such user') } }),
-      expect.objectContaining({ email: 'slow@example.com', data: { kind: 'soft', status: 451, diagnostic: expect.stringContaining('Try later') } }),
+      expect.objectContaining({ email: 'hard@example.com', data: { kind: 'hard', status: '5.1.1', smtp_code: 550, source: 'smtp', diagnostic: expect.stringContaining('No such user') } }),
+      expect.objectContaining({ email: 'slow@example.com', data: { kind: 'soft', status: '4.2.2', smtp_code: 451, source: 'smtp', diagnostic: expect.stringContaining('Try later') } }),
     ]);
     // MAX_ATTEMPTS 3: two temporary failures were retried, the third gave up.
     expect(events.filter((e) => e.type === 'deferred')).toEqual([
-      expect.objectContaining({ email: 'slow@example.com', data: { status: 451, diagnostic: expect.stringContaining('Try later') } }),
-      expect.objectContaining({ email: 'slow@example.com', data: { status: 451, diagnostic: expect.stringContaining('Try later') } }),
+      expect.objectContaining({ email: 'slow@example.com', data: { status: '4.2.2', smtp_code: 451, source: 'smtp', diagnostic: expect.stringContaining('Try later') } }),
+      expect.objectContaining({ email: 'slow@example.com', data: { status: '4.2.2', smtp_code: 451, source: 'smtp', diagnostic: expect.stringContaining('Try later') } }),
     ]);
     expect(events.every((e) => e.automation_id === null)).toBe(true);
     // The spec's counters, Herald's own and GET /events are made from the same events.

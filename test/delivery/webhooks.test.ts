@@ -132,7 +132,7 @@ describe('the events of a send', () => {
     });
     const bounced = all.hits.find((h) => h.payload.type === 'bounced')!;
     expect(bounced.payload.data.events).toEqual([
-      expect.objectContaining({ email: 'gone@example.com', single_send_utr: utr, data: expect.objectContaining({ kind: 'hard', status: 550 }) }),
+      expect.objectContaining({ email: 'gone@example.com', single_send_utr: utr, data: expect.objectContaining({ kind: 'hard', smtp_code: 550, source: 'smtp' }) }),
     ]);
     const completed = all.hits.find((h) => h.payload.type === 'single_send.completed')!;
     expect(completed.payload.data.events[0]).toMatchObject({ email: null, single_send_utr: null, data: expect.objectContaining({ subject: expect.any(String) }) });
