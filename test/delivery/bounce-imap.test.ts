@@ -1,4 +1,6 @@
 import { ImapFlow } from 'imapflow';
+import { BounceMailboxFollower } from '../../src/bounces/imap-follower';
+import { createLogger } from '../../src/logger';
 import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeDovecot, startDovecot, type Dovecot } from '../helpers/dovecot';
@@ -44,7 +46,7 @@ describeDovecot('bounce mailbox (IMAP)', () => {
     workerConfig.bounceImapUrl = dovecot.url('INBOX');
     imap = await connectImap();
   });
-  runWorker({ config: workerConfig, db, mailer: () => smtpMailer(sink.url, { poolSize: 1 }) });
+  const { worker } = runWorker({ config: workerConfig, db, mailer: () => smtpMailer(sink.url, { poolSize: 1 }) });
   afterAll(async () => {
     await imap?.logout().catch(() => undefined);
     await sink?.close();
@@ -207,5 +209,38 @@ describeDovecot('bounce mailbox (IMAP)', () => {
     expect({ suppressions: await db('suppressions').where({ user_id: a.id }).count('* as n').first(), events: await db('events').where({ user_id: a.id }).count('* as n').first() }).toEqual(before);
     expect((await inbox()).map((m) => m.subject)).toEqual(['Lunch on Friday?', 'Out of office: News', 'Undelivered Mail Returned to Sender']);
     expect(await processed()).toHaveLength(4);
+  });
+
+  it('lets one worker follow the mailbox at a time: a second one waits on the lease and takes over when the first stops', async () => {
+    await makeContacts(db, a, list, [{ email: 'late-1@example.com' }, { email: 'late-2@example.com' }]);
+    await send('January');
+    const late1 = sentTo('late-1@example.com');
+    const late2 = sentTo('late-2@example.com');
+    const holder = (await db('bounce_mailboxes').first('lease_owner')).lease_owner;
+    // A second worker's follower, as another `herald serve` would run it, with its own log.
+    const said: string[] = [];
+    const second = new BounceMailboxFollower({ db, config: workerConfig, logger: createLogger('info', { write: (line: string) => void said.push(JSON.parse(line).msg) }) });
+    second.start();
+    try {
+      await imap.append('INBOX', dsn({ to: late1.from, recipient: 'late-1@example.com', originalHeaders: late1.headers }));
+      await waitFor('late-1@example.com to be suppressed', () => db('suppressions').where({ user_id: a.id, email: 'late-1@example.com' }).first());
+      await waitFor('the report in the processed folder', async () => (await processed()).length === 5);
+      // Read by the lease holder only: the second follower never connected.
+      expect(said).not.toContain('bounce mailbox: following');
+      expect((await db('bounce_mailboxes').first('lease_owner')).lease_owner).toBe(holder);
+
+      // The first worker stops and lets go of the lease; the second takes the mailbox over.
+      await worker().stop();
+      await waitFor('the second follower to take the mailbox', () => said.includes('bounce mailbox: following'), { describe: () => said });
+      expect((await db('bounce_mailboxes').first('lease_owner')).lease_owner).not.toBe(holder);
+      await imap.append('INBOX', dsn({ to: late2.from, recipient: 'late-2@example.com', originalHeaders: late2.headers }));
+      await waitFor('late-2@example.com to be suppressed', () => db('suppressions').where({ user_id: a.id, email: 'late-2@example.com' }).first());
+      await waitFor('the report in the processed folder', async () => (await processed()).length === 6);
+      // Each report applied once, by one follower.
+      expect(await db('events').where({ user_id: a.id, type: 'bounced' }).whereIn('email', ['late-1@example.com', 'late-2@example.com']).count('* as n').first()).toEqual({ n: 2 });
+    } finally {
+      await second.stop();
+    }
+    expect(await db('bounce_mailboxes').first('lease_owner')).toEqual({ lease_owner: null });
   });
 });
