@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseServers } from './dns';
@@ -107,6 +108,7 @@ const schema = z.object({
   BOUNCE_IMAP_URL: url(['imap:', 'imaps:']).optional(),
   BOUNCE_IMAP_DONE_FOLDER: z.string().trim().min(1).max(200).regex(/^[^\r\n\0*%]+$/, { message: 'must be a folder path' }).default('Herald/Processed'),
   BOUNCE_IMAP_POLL_MS: intIn(1000, 86_400_000).default(60_000),
+  BOUNCE_IMAP_CA_FILE: z.string().trim().min(1).optional(),
   ESP_METADATA_HEADERS: z.string().trim().optional(),
   SENDGRID_WEBHOOK_PUBLIC_KEY: z.string().trim().refine(isPublicKey, { message: 'must be the base64 (or PEM) ECDSA public key SendGrid shows' }).optional(),
   MAILGUN_WEBHOOK_SIGNING_KEY: z.string().trim().min(8).optional(),
@@ -229,6 +231,8 @@ export interface Config {
   bounceImapDoneFolder: string;
   /** How often the mailbox is checked when the server has no IDLE (and the longest an IDLE lasts). */
   bounceImapPollMs: number;
+  /** A PEM file of CA certificates trusted for the IMAP server's certificate besides the system's (a private CA). */
+  bounceImapCaFile?: string;
   /** Providers whose metadata header every outgoing message carries (default: those with a webhook configured). */
   espMetadataHeaders: EspProvider[];
   sendgridWebhookPublicKey?: string;
@@ -264,6 +268,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const c = parsed.data;
   if (Boolean(c.INBOUND_TLS_CERT) !== Boolean(c.INBOUND_TLS_KEY)) {
     throw new ConfigError('Invalid configuration:\n  INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
+  }
+  if (c.BOUNCE_IMAP_CA_FILE && !readable(c.BOUNCE_IMAP_CA_FILE)) {
+    throw new ConfigError(`Invalid configuration:\n  BOUNCE_IMAP_CA_FILE=${JSON.stringify(c.BOUNCE_IMAP_CA_FILE)}: cannot read that file`);
   }
   const espProblems = espSettingProblems(c, env);
   if (espProblems.length) throw new ConfigError(`Invalid configuration:\n${espProblems.join('\n')}`);
@@ -324,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bounceImapUrl: c.BOUNCE_IMAP_URL,
     bounceImapDoneFolder: c.BOUNCE_IMAP_DONE_FOLDER.replace(/^\/+|\/+$/g, ''),
     bounceImapPollMs: c.BOUNCE_IMAP_POLL_MS,
+    bounceImapCaFile: c.BOUNCE_IMAP_CA_FILE,
     espMetadataHeaders: espMetadataHeaders(c),
     sendgridWebhookPublicKey: c.SENDGRID_WEBHOOK_PUBLIC_KEY,
     mailgunWebhookSigningKey: c.MAILGUN_WEBHOOK_SIGNING_KEY,
@@ -369,4 +377,13 @@ function espMetadataHeaders(c: Parsed): EspProvider[] {
     ses: list(c.SES_SNS_TOPIC_ARNS).length > 0,
   };
   return ESP_PROVIDERS.filter((p) => configured[p]);
+}
+
+function readable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }

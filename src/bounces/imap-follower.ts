@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { rootCertificates, type ConnectionOptions } from 'node:tls';
 import { ImapFlow, type MailboxObject } from 'imapflow';
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
@@ -52,6 +54,8 @@ export class BounceMailboxFollower {
   private readonly owner = randomUUID();
   private readonly wakeup = new Alarm();
   private readonly leaseMs: number;
+  /** TLS for imaps:// and STARTTLS: the system's CAs, plus BOUNCE_IMAP_CA_FILE's; certificates are always verified. */
+  private readonly tls: ConnectionOptions;
   private running = false;
   private loop?: Promise<void>;
   private client?: ImapFlow;
@@ -61,6 +65,8 @@ export class BounceMailboxFollower {
     this.target = mailboxTarget(deps.config.bounceImapUrl);
     // Renewed every wait (at most BOUNCE_IMAP_POLL_MS): two waits' worth and a minute to spare.
     this.leaseMs = 2 * deps.config.bounceImapPollMs + 60_000;
+    const caFile = deps.config.bounceImapCaFile;
+    this.tls = caFile ? { ca: [...rootCertificates, fs.readFileSync(caFile, 'utf8')] } : {};
   }
 
   start(): void {
@@ -107,6 +113,7 @@ export class BounceMailboxFollower {
       port: t.port,
       secure: t.secure,
       auth: { user: t.user, pass: t.pass },
+      tls: this.tls,
       logger: false,
       disableAutoIdle: true,
       maxIdleTime: config.bounceImapPollMs,

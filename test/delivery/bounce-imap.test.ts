@@ -33,8 +33,9 @@ describeDovecot('bounce mailbox (IMAP)', () => {
   let list: number;
 
   /** The test's own IMAP connection (to append and to look). */
-  async function connectImap(): Promise<ImapFlow> {
-    const client = new ImapFlow({ host: dovecot.host, port: dovecot.port, secure: false, auth: { user: dovecot.user, pass: dovecot.password }, logger: false });
+  async function connectImap(server = dovecot): Promise<ImapFlow> {
+    // Plain IMAP, even where the server offers STARTTLS (the TLS server's certificate is the followers' business).
+    const client = new ImapFlow({ host: server.host, port: server.port, secure: false, doSTARTTLS: false, auth: { user: server.user, pass: server.password }, logger: false });
     client.on('error', () => undefined); // a kicked connection reports an error; the test reconnects
     await client.connect();
     return client;
@@ -212,14 +213,14 @@ describeDovecot('bounce mailbox (IMAP)', () => {
   });
 
   it('lets one worker follow the mailbox at a time: a second one waits on the lease and takes over when the first stops', async () => {
-    await makeContacts(db, a, list, [{ email: 'late-1@example.com' }, { email: 'late-2@example.com' }]);
+    await makeContacts(db, a, list, [{ email: 'late-1@example.com' }, { email: 'late-2@example.com' }, { email: 'late-3@example.com' }]);
     await send('January');
     const late1 = sentTo('late-1@example.com');
     const late2 = sentTo('late-2@example.com');
     const holder = (await db('bounce_mailboxes').first('lease_owner')).lease_owner;
     // A second worker's follower, as another `herald serve` would run it, with its own log.
-    const said: string[] = [];
-    const second = new BounceMailboxFollower({ db, config: workerConfig, logger: createLogger('info', { write: (line: string) => void said.push(JSON.parse(line).msg) }) });
+    const { said, logger } = capturedLog();
+    const second = new BounceMailboxFollower({ db, config: workerConfig, logger });
     second.start();
     try {
       await imap.append('INBOX', dsn({ to: late1.from, recipient: 'late-1@example.com', originalHeaders: late1.headers }));
@@ -243,4 +244,67 @@ describeDovecot('bounce mailbox (IMAP)', () => {
     }
     expect(await db('bounce_mailboxes').first('lease_owner')).toEqual({ lease_owner: null });
   });
+
+  describe('over TLS (imaps://)', () => {
+    let secure: Dovecot;
+    let secureImap: ImapFlow;
+    beforeAll(async () => {
+      secure = await startDovecot({ tls: true });
+      secureImap = await connectImap(secure);
+    });
+    afterAll(async () => {
+      await secureImap?.logout().catch(() => undefined);
+      await secure?.stop();
+    });
+
+    /** A follower of the TLS server's INBOX, as a worker with these settings runs it. */
+    function follower(settings: Partial<typeof workerConfig>): { follower: BounceMailboxFollower; said: string[]; lines: Array<Record<string, unknown>> } {
+      const log = capturedLog();
+      const f = new BounceMailboxFollower({ db, config: { ...workerConfig, bounceImapUrl: secure.url('INBOX', { secure: true }), ...settings }, logger: log.logger });
+      return { follower: f, ...log };
+    }
+
+    it('refuses a server whose certificate it cannot verify, and reads nothing', async () => {
+      const late3 = sentTo('late-3@example.com');
+      await secureImap.append('INBOX', dsn({ to: late3.from, recipient: 'late-3@example.com', originalHeaders: late3.headers }));
+      const { follower: f, said, lines } = follower({});
+      f.start();
+      try {
+        await waitFor('a failed connection', () => said.includes('bounce mailbox: connection failed; retrying'), { describe: () => said });
+      } finally {
+        await f.stop();
+      }
+      expect(said).not.toContain('bounce mailbox: following');
+      const failure = lines.find((l) => l.msg === 'bounce mailbox: connection failed; retrying') as { err: { message: string } };
+      expect(failure.err.message).toMatch(/self[- ]signed certificate/i);
+      expect(await db('suppressions').where({ user_id: a.id, email: 'late-3@example.com' }).first()).toBeUndefined();
+    });
+
+    it('follows it with BOUNCE_IMAP_CA_FILE naming the certificate it trusts', async () => {
+      const { follower: f, said } = follower({ bounceImapCaFile: secure.tls!.certFile });
+      f.start();
+      try {
+        await waitFor('late-3@example.com to be suppressed', () => db('suppressions').where({ user_id: a.id, email: 'late-3@example.com' }).first(), { describe: () => said });
+        expect(said).toContain('bounce mailbox: following');
+        const state = await db('bounce_mailboxes').where({ mailbox: `127.0.0.1:${secure.tls!.port}/${secure.user}/INBOX` }).first('last_uid');
+        expect(state).toEqual({ last_uid: 1 });
+      } finally {
+        await f.stop();
+      }
+    });
+  });
 });
+
+/** A logger whose lines the test reads: their messages in order, and the lines themselves. */
+function capturedLog(): { said: string[]; lines: Array<Record<string, unknown>>; logger: ReturnType<typeof createLogger> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const said: string[] = [];
+  const logger = createLogger('info', {
+    write: (line: string) => {
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      lines.push(parsed);
+      said.push(String(parsed.msg));
+    },
+  });
+  return { said, lines, logger };
+}

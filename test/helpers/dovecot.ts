@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -9,8 +9,9 @@ import { waitFor } from './wait';
 /**
  * A real IMAP server for the bounce-mailbox tests: Debian's Dovecot (`dovecot-imapd`, which
  * `.ci/run` installs), started in the foreground with a configuration of its own in a temporary
- * directory — its own port, a passwd-file user, a maildir under that directory, no TLS — and
- * stopped afterwards. Nothing of the system's Dovecot (service, /etc/dovecot) is used.
+ * directory — its own port, a passwd-file user, a maildir under that directory; with `tls`, also
+ * an imaps port with a certificate for 127.0.0.1 made by `openssl` for the occasion — and stopped
+ * afterwards. Nothing of the system's Dovecot (service, /etc/dovecot) is used.
  */
 const DOVECOT = ['/usr/sbin/dovecot', '/usr/local/sbin/dovecot'].find((p) => fs.existsSync(p));
 
@@ -41,8 +42,10 @@ export interface Dovecot {
   port: number;
   user: string;
   password: string;
-  /** imap://user:pass@127.0.0.1:port/INBOX */
-  url(mailbox?: string): string;
+  /** imap://user:pass@127.0.0.1:port/INBOX, or imaps:// on the TLS port. */
+  url(mailbox?: string, opts?: { secure?: boolean }): string;
+  /** With `tls`: the imaps port and the PEM file of the server's (self-signed) certificate, to trust. */
+  tls?: { port: number; certFile: string };
   /** Cuts every IMAP connection of the user (`doveadm kick`), as a server restart would. */
   kick(): void;
   stop(): Promise<void>;
@@ -61,11 +64,21 @@ function accounts(): { uid: number; gid: number; internal: string; group: string
   return { uid: 65534, gid: 65534, internal: 'nobody', group: 'nogroup' };
 }
 
-export async function startDovecot(): Promise<Dovecot> {
+export async function startDovecot(opts: { tls?: boolean } = {}): Promise<Dovecot> {
   if (!DOVECOT) throw new Error('startDovecot() without Dovecot: use describeDovecot()');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-dovecot-'));
   fs.chmodSync(dir, 0o755);
   const port = await freePort();
+  const tls = opts.tls ? { port: await freePort(), certFile: path.join(dir, 'cert.pem') } : undefined;
+  const keyFile = path.join(dir, 'key.pem');
+  if (tls) {
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', tls.certFile, '-days', '1', '-subj', '/CN=imap.herald.test', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      { stdio: 'ignore' },
+    );
+    fs.chmodSync(keyFile, 0o644); // read by Dovecot's own processes
+  }
   const user = 'bounces';
   const password = 'secret-imap-password';
   const who = accounts();
@@ -85,7 +98,7 @@ log_path = ${dir}/dovecot.log
 instance_name = herald-test-${port}
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+${tls ? `ssl = yes\nssl_cert = <${tls.certFile}\nssl_key = <${keyFile}` : 'ssl = no'}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_internal_user = ${who.internal}
@@ -111,7 +124,8 @@ service imap-login {
     port = ${port}
   }
   inet_listener imaps {
-    port = 0
+    address = 127.0.0.1
+    port = ${tls?.port ?? 0}
   }
 }
 service anvil {
@@ -160,7 +174,9 @@ service stats {
     port,
     user,
     password,
-    url: (mailbox = 'INBOX') => `imap://${user}:${password}@127.0.0.1:${port}/${encodeURIComponent(mailbox)}`,
+    url: (mailbox = 'INBOX', { secure = false } = {}) =>
+      `${secure ? 'imaps' : 'imap'}://${user}:${password}@127.0.0.1:${secure ? tls!.port : port}/${encodeURIComponent(mailbox)}`,
+    tls,
     kick() {
       const doveadm = path.join(path.dirname(DOVECOT!), '..', 'bin', 'doveadm');
       const r = spawnSync(fs.existsSync(doveadm) ? doveadm : 'doveadm', ['-c', conf, 'kick', user], { encoding: 'utf8' });

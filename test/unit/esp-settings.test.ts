@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import os from 'node:os';
 import { simpleParser } from 'mailparser';
 import { ConfigError, loadConfig } from '../../src/config';
 import { compileDesign, type DesignSource } from '../../src/delivery/render';
@@ -38,11 +39,13 @@ describe('ESP and bounce mailbox settings', () => {
     expect(() => loadConfig({ ESP_METADATA_HEADERS: 'sparkpost' })).toThrow(/ESP_METADATA_HEADERS="sparkpost": "sparkpost" is not one of/);
   });
 
-  it('refuse a SendGrid key that is not one, half of Postmark’s pair, a malformed topic ARN, a non-IMAP URL', () => {
+  it('refuse a SendGrid key that is not one, half of Postmark’s pair, a malformed topic ARN, a non-IMAP URL, an unreadable CA file', () => {
     expect(() => loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: 'not-a-key' })).toThrow(ConfigError);
     expect(() => loadConfig({ POSTMARK_WEBHOOK_USER: 'pm' })).toThrow(/set both or neither/);
     expect(() => loadConfig({ SES_SNS_TOPIC_ARNS: `${TOPIC},arn:nope` })).toThrow(/"arn:nope" is not an SNS topic ARN/);
     expect(() => loadConfig({ BOUNCE_IMAP_URL: 'https://mail.example.com/' })).toThrow(/BOUNCE_IMAP_URL/);
+    expect(() => loadConfig({ BOUNCE_IMAP_CA_FILE: '/nonexistent/ca.pem' })).toThrow(/BOUNCE_IMAP_CA_FILE="\/nonexistent\/ca.pem": cannot read that file/);
+    expect(() => loadConfig({ BOUNCE_IMAP_CA_FILE: os.tmpdir() })).toThrow(/BOUNCE_IMAP_CA_FILE/);
     expect(loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: spki }).sendgridWebhookPublicKey).toBe(spki);
   });
 
