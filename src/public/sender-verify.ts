@@ -27,7 +27,7 @@ export function mountSenderVerify(app: Express, deps: Deps): void {
         else invalidLink(res);
         return;
       }
-      const sender = await confirmSender(deps, token);
+      const sender = await confirmSender(deps.db, token);
       if (!sender) return invalidLink(res);
       sendPage(
         res,

@@ -452,6 +452,27 @@ describe('GET /automations/pause', () => {
     expect(again.live_at).toMatch(DATETIME);
   });
 
+  it('records automation.live and automation.paused with the change: when the event cannot be written, the status stays as it was', async () => {
+    const utr = await ready();
+    expectSuccess(await api(app, a).get(`/automations/set-live?utr=${utr}`));
+    expectSuccess(await api(app, a).get(`/automations/pause?utr=${utr}`));
+    const events = () => db('events').where({ user_id: a.id }).whereRaw("data->>'utr' = ?", [utr]).orderBy('id').pluck('type');
+    expect(await events()).toEqual(['automation.live', 'automation.paused']);
+    // The database refuses this automation's next event (only its own: other files share the database).
+    await db.raw(`CREATE FUNCTION herald_test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+    await db.raw(`CREATE TRIGGER herald_test_refuse_event BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.data->>'utr' = '${utr}') EXECUTE FUNCTION herald_test_refuse_event()`);
+    try {
+      const res = await api(app, a).get(`/automations/set-live?utr=${utr}`);
+      expect(res.status).toBe(500);
+      expect(res.body.status).toBe('failed');
+    } finally {
+      await db.raw('DROP TRIGGER herald_test_refuse_event ON events');
+      await db.raw('DROP FUNCTION herald_test_refuse_event()');
+    }
+    expect((await details(a, utr)).status).toBe(2);
+    expect(await events()).toEqual(['automation.live', 'automation.paused']);
+  });
+
   it('refuses to pause a draft and leaves it a draft', async () => {
     const utr = await ready();
     const before = await details(a, utr);

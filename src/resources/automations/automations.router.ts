@@ -68,8 +68,8 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.automationPaused),
     failures: ['AUTH', 'NF2', 'REFUSED'],
-    handle: async ({ ctx, utr, deps }) => {
-      await service.pause({ ...deps }, ctx, utr);
+    handle: async ({ ctx, utr }) => {
+      await service.pause(ctx, utr);
       return ok(messages.automationPaused);
     },
   }),
@@ -81,8 +81,8 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.automationLive),
     failures: ['AUTH', 'NF2', 'REFUSED'],
-    handle: async ({ ctx, utr, deps }) => {
-      await service.setLive({ ...deps }, ctx, utr);
+    handle: async ({ ctx, utr }) => {
+      await service.setLive(ctx, utr);
       return ok(messages.automationLive);
     },
   }),

@@ -5,7 +5,7 @@ import { toDatetime } from '../../db/types';
 import { isUtr, MAX_INT } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
-import { recordAccountEvent, type EventDeps } from '../../events/account-events';
+import { recordAccountEvent } from '../../events/account-events';
 import {
   AutomationStatus,
   automationStatus,
@@ -186,8 +186,8 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
  * email to send, or when its target is gone. The first go-live of a welcome automation sets the target's
  * current members aside: only contacts that join afterwards enter (the engine does it).
  */
-export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
-  const a = await ctx.db.transaction(async (trx) => {
+export async function setLive(ctx: Ctx, utr: string): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!(await liveGroup(ctx, row.unsubscribe_group_id, trx))) throw refused(LIVE_REFUSED);
     const errors: FieldErrors = {};
@@ -195,7 +195,7 @@ export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<v
     if (errors.automation_for) throw refused('The automation’s contact type or segment no longer exists.');
     const emails = await trx('automation_schedules').where({ automation_id: row.id }).whereNull('deleted_at').first('id');
     if (!emails) throw refused('Add at least one email before setting the automation live.');
-    if (row.status === AutomationStatus.Live) return undefined; // live already: nothing changes
+    if (row.status === AutomationStatus.Live) return; // live already: nothing changes
     if (!automationStatus.canMove(row.status, AutomationStatus.Live)) throw refused('The automation cannot be set live from its current status.');
     await trx('automations')
       .where({ id: row.id })
@@ -206,28 +206,25 @@ export async function setLive(deps: EventDeps, ctx: Ctx, utr: string): Promise<v
         entry_key: null,
         updated_at: trx.fn.now(),
       });
-    return row;
+    // In the same transaction: the change and its event are both there or neither is.
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, {
+      automation: row.automation_name,
+      utr: row.utr,
+    });
   });
-  if (a) {
-    await recordAccountEvent(deps, ctx.userId, 'automation.live', `Automation “${a.automation_name}” is live`, {
-      automation: a.automation_name,
-      utr: a.utr,
-    }).catch((err) => deps.logger.warn({ err }, 'event failed'));
-  }
 }
 
 /** Paused: nothing is sent; due emails wait until it is live again. */
-export async function pause(deps: EventDeps, ctx: Ctx, utr: string): Promise<void> {
-  const a = await ctx.db.transaction(async (trx) => {
+export async function pause(ctx: Ctx, utr: string): Promise<void> {
+  await ctx.db.transaction(async (trx) => {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!automationStatus.canMove(row.status, AutomationStatus.Paused)) throw refused(PAUSE_REFUSED);
     await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
-    return row;
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, {
+      automation: row.automation_name,
+      utr: row.utr,
+    });
   });
-  await recordAccountEvent(deps, ctx.userId, 'automation.paused', `Automation “${a.automation_name}” paused`, {
-    automation: a.automation_name,
-    utr: a.utr,
-  }).catch((err) => deps.logger.warn({ err }, 'event failed'));
 }
 
 const STOP = progressState.move(ProgressState.Active, ProgressState.Exited);

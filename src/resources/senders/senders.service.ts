@@ -7,7 +7,7 @@ import { escapeHtml } from '../../mail/escape-html';
 import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/system-mail';
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
-import { recordAccountEvent, type EventDeps } from '../../events/account-events';
+import { recordAccountEvent } from '../../events/account-events';
 import { SenderVerification, senderVerification, SendStatus } from '../../states';
 import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
@@ -353,33 +353,32 @@ const VERIFY = senderVerification.move([SenderVerification.Unverified, SenderVer
 /**
  * Opens a verification link: the sender becomes verified and the link is used up (a second
  * use finds nothing). The account's notification recipients hear of it when the sender was
- * not verified before; that part is best effort and never fails the page.
+ * not verified before: the `sender.verified` event is written in the same transaction, so the
+ * change and its event are both there or neither is.
  */
-export async function confirmSender(deps: EventDeps, token: string): Promise<ConfirmedSender | null> {
-  const { rows } = (await deps.db.raw(
-    `UPDATE senders s
-        SET is_verified = ${VERIFY.toSql}, verify_token_hash = NULL, updated_at = now()
-       FROM (SELECT id, is_verified FROM senders
-              WHERE verify_token_hash = ? AND deleted_at IS NULL
-              FOR UPDATE) old
-      WHERE s.id = old.id
-  RETURNING s.id, s.user_id, s.from_name, s.from_email, s.nickname, old.is_verified AS was_verified`,
-    [hashToken(token)],
-  )) as { rows: Array<ConfirmedSender & { was_verified: number }> };
-  const row = rows[0];
-  if (!row) return null;
-  const { was_verified: wasVerified, ...sender } = row;
-  if (wasVerified !== SenderVerification.Verified) {
-    try {
-      await recordAccountEvent(deps, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
+export async function confirmSender(db: Knex, token: string): Promise<ConfirmedSender | null> {
+  return db.transaction(async (trx) => {
+    const { rows } = (await trx.raw(
+      `UPDATE senders s
+          SET is_verified = ${VERIFY.toSql}, verify_token_hash = NULL, updated_at = now()
+         FROM (SELECT id, is_verified FROM senders
+                WHERE verify_token_hash = ? AND deleted_at IS NULL
+                FOR UPDATE) old
+        WHERE s.id = old.id
+    RETURNING s.id, s.user_id, s.from_name, s.from_email, s.nickname, old.is_verified AS was_verified`,
+      [hashToken(token)],
+    )) as { rows: Array<ConfirmedSender & { was_verified: number }> };
+    const row = rows[0];
+    if (!row) return null;
+    const { was_verified: wasVerified, ...sender } = row;
+    if (wasVerified !== SenderVerification.Verified) {
+      await recordAccountEvent({ db: trx }, sender.user_id, 'sender.verified', `Sender verified: ${sender.from_email}`, {
         sender_id: sender.id,
         nickname: sender.nickname,
         from_name: sender.from_name,
         from_email: sender.from_email,
       });
-    } catch (err) {
-      deps.logger.warn({ sender: sender.id, err: (err as Error).message }, 'sender.verified event could not be recorded');
     }
-  }
-  return sender;
+    return sender;
+  });
 }
