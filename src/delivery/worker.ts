@@ -36,6 +36,7 @@ export class Worker {
   private readonly senderAlarm = new Alarm();
   private readonly housekeepingAlarm = new Alarm();
   private readonly webhookAlarm = new Alarm();
+  private readonly outboxAlarm = new Alarm();
   /** When events were last purged (EVENTS_RETENTION_DAYS); 0: not yet in this process. */
   private lastPurge = 0;
   /** Follows BOUNCE_IMAP_URL when set (its own connection and loop; one worker at a time holds the mailbox). */
@@ -61,29 +62,38 @@ export class Worker {
     this.senderAlarm.ring();
     this.housekeepingAlarm.ring();
     this.webhookAlarm.ring();
+    this.outboxAlarm.ring();
     await Promise.all([this.loop, this.bounceMailbox?.stop()]);
   }
 
   /**
-   * The worker is three loops side by side: housekeeping (due sends, automations, fan-out,
-   * completion), sending (see Sender), and webhooks, so writing a large audience never holds
-   * sending up, sending never waits for housekeeping, and a slow webhook endpoint (up to
-   * WEBHOOK_TIMEOUT_MS per request) holds up neither.
+   * The worker is four loops side by side: housekeeping (due sends, automations, fan-out,
+   * completion), sending (see Sender), webhooks, and the outbox (notification mail), so writing
+   * a large audience never holds sending up, sending never waits for housekeeping, and a slow
+   * webhook endpoint (up to WEBHOOK_TIMEOUT_MS per request) or a notice the SMTP server is slow
+   * to take (up to SMTP_TIMEOUT_MS) holds up nothing else.
    */
   private async run(): Promise<void> {
-    await Promise.all([this.housekeepingLoop(), this.sendingLoop(), this.webhookLoop()]);
+    await Promise.all([
+      this.housekeepingLoop(),
+      this.sendingLoop(),
+      // Batches new events for webhook endpoints and delivers due batches (src/webhooks/dispatch.ts).
+      this.pollingLoop('webhook', this.webhookAlarm, () => runWebhooks(this.deps)),
+      // Notification mail: side effects queued by requests and by housekeeping (src/events/outbox.ts).
+      this.pollingLoop('outbox', this.outboxAlarm, () => runOutbox(this.deps)),
+    ]);
   }
 
-  /** Batches new events for webhook endpoints and delivers due batches (src/webhooks/dispatch.ts). */
-  private async webhookLoop(): Promise<void> {
+  /** Rounds of `round` while it finds work, else a nap of WORKER_POLL_MS (or until `alarm` rings). */
+  private async pollingLoop(what: string, alarm: Alarm, round: () => Promise<number>): Promise<void> {
     while (this.running) {
       let busy = 0;
       try {
-        busy = await runWebhooks(this.deps);
+        busy = await round();
       } catch (err) {
-        this.deps.logger.error({ err }, 'webhook round failed; retrying shortly');
+        this.deps.logger.error({ err }, `${what} round failed; retrying shortly`);
       }
-      if (!busy && this.running) await this.webhookAlarm.nap(this.deps.config.workerPollMs);
+      if (!busy && this.running) await alarm.nap(this.deps.config.workerPollMs);
     }
   }
 
@@ -96,9 +106,9 @@ export class Worker {
         // Each chunk of an audience can be sent as soon as it is written.
         busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.senderAlarm.ring());
         busy += await completeSends(this.deps);
-        // Notification mail: side effects queued by requests and the steps above (webhooks have their own loop).
-        busy += await runOutbox(this.deps);
         await this.purgeHourly();
+        // A send started or completed: its notice is queued (the outbox loop would find it within its poll anyway).
+        if (busy) this.outboxAlarm.ring();
       } catch (err) {
         this.deps.logger.error({ err }, 'worker round failed; retrying shortly');
         busy = 0;

@@ -4,7 +4,7 @@ import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+import { startSmtpSink, type SmtpSink, type Verdict } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { runWorker, waitForSend } from '../helpers/worker';
 
@@ -22,7 +22,8 @@ let group: number;
 beforeAll(async () => {
   sink = await startSmtpSink();
 });
-runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2 }) });
+// A long socket timeout: a notice held by the sink stays held until the test lets it go.
+runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2, socketTimeoutMs: 600_000 }) });
 
 beforeAll(async () => {
   a = await makeAccount(db);
@@ -230,6 +231,39 @@ describe('account events and their notices', () => {
     const job = await db('outbox_jobs').where({ user_id: a.id }).orderBy('id', 'desc').first('attempts', 'done_count', 'last_error', 'payload');
     expect(job).toEqual({ attempts: 2, done_count: 2, last_error: null, payload: { to: [] } });
     await db('notification_recipients').where({ user_id: a.id, email_address: 'deputy@acme.test' }).delete();
+  });
+
+  it('holds up no send while the SMTP server is slow to take a notice', async () => {
+    const list = await makeContactType(db, a, 'Held');
+    await makeContacts(db, a, list, [{ email: 'held@example.com' }]);
+    // The sink does not answer the first notice's RCPT TO until the test lets it.
+    let release: () => void = () => undefined;
+    const held = new Promise<Verdict>((resolve) => (release = () => resolve('accept')));
+    let holding = false;
+    sink.rcpt = (address) => (address === 'boss@acme.test' && !holding ? ((holding = true), held) : 'accept');
+    try {
+      const first = await createSend(list, 'Held 1');
+      await waitFor('the first notice to be held by the SMTP server', () => holding);
+      // Meanwhile another send starts, is written, sent and completed.
+      const second = await createSend(list, 'Held 2');
+      await waitForSend(db, first);
+      await waitForSend(db, second);
+      expect(sink.received.filter((m) => m.to[0] === 'held@example.com')).toHaveLength(2);
+    } finally {
+      release();
+      sink.rcpt = () => 'accept';
+    }
+    // Let go, the held notice and those queued behind it all arrive.
+    const notices = await waitFor('the four notices of both sends', async () => {
+      const subjects = ((await sink.byRecipient()).get('boss@acme.test') ?? []).map((m) => String(m.subject)).filter((x) => /Held [12]/.test(x));
+      return subjects.length === 4 ? subjects : undefined;
+    });
+    expect(notices.sort()).toEqual([
+      '[Herald] Single send “Held 1” completed',
+      '[Herald] Single send “Held 1” started',
+      '[Herald] Single send “Held 2” completed',
+      '[Herald] Single send “Held 2” started',
+    ]);
   });
 });
 

@@ -15,8 +15,8 @@ export interface SmtpSink {
   url: string;
   port: number;
   received: Received[];
-  /** Decide per RCPT TO (default: accept everything). */
-  rcpt: (address: string) => Verdict;
+  /** Decide per RCPT TO (default: accept everything); a promise holds the answer until it settles. */
+  rcpt: (address: string) => Verdict | Promise<Verdict>;
   parsed(): Promise<ParsedMail[]>;
   byRecipient(): Promise<Map<string, ParsedMail[]>>;
   close(): Promise<void>;
@@ -31,11 +31,12 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     onRcptTo(address, _session, callback) {
-      const verdict = sink.rcpt!(address.address);
-      if (verdict === 'accept') return callback();
-      const err = new Error(verdict.message) as Error & { responseCode: number };
-      err.responseCode = verdict.code;
-      return callback(err);
+      void Promise.resolve(sink.rcpt!(address.address)).then((verdict) => {
+        if (verdict === 'accept') return callback();
+        const err = new Error(verdict.message) as Error & { responseCode: number };
+        err.responseCode = verdict.code;
+        return callback(err);
+      });
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
       const chunks: Buffer[] = [];
