@@ -146,7 +146,11 @@ describe('the events of a send', () => {
 
   it('records each batch as delivered, with its event ids', async () => {
     const [webhook] = (await api(app, a).get('/webhooks/list')).body.message.webhooks.filter((w: { url: string }) => w.url === all.url);
-    const rows = await deliveries(a, webhook.id);
+    // Herald records a batch after the receiver has answered, so the receiver can see it first.
+    const rows = await waitFor('every batch recorded as delivered', async () => {
+      const now = await deliveries(a, webhook.id);
+      return now.length === all.hits.length && now.every((d) => d.status === 'delivered') ? now : undefined;
+    });
     expect(rows.every((d) => d.status === 'delivered' && d.attempt === 1 && d.error === null && d.http_status === 204)).toBe(true);
     expect(rows.map((d) => d.msg_id).sort()).toEqual(all.hits.map((h) => h.id).sort());
     expect(rows.flatMap((d) => d.event_ids).sort()).toEqual(eventIds(all.hits).sort());
