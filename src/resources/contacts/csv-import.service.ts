@@ -19,6 +19,8 @@ import {
   CREATE_STAGING,
   DROP_STAGING,
   LOCK_LIVE_TYPE,
+  MERGE_JOINS,
+  MERGE_JOINS_RESET,
   MERGE_STAGED,
 } from './csv-import.sql';
 import { CsvFormatError, CsvRecordReader } from './csv-records';
@@ -361,6 +363,7 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   const codePoint = await client.query<{ code_point: boolean }>(CODE_POINT_COLLATIONS);
   const collate = codePoint.rows[0]?.code_point ? 'COLLATE "C"' : '';
   await withinDeadline(job, client);
+  await client.query(MERGE_JOINS);
   const merged = await client
     .query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
     .catch((err: unknown) => {
@@ -369,6 +372,7 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
     });
   const m = merged.rows[0];
   if (m.ambiguous > 0) throw new StageEverything();
+  await client.query(MERGE_JOINS_RESET);
   await client.query(DROP_STAGING(job.staging));
   // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).
   return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };

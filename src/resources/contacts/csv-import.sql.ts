@@ -174,6 +174,18 @@ SELECT
         + count(*) FILTER (WHERE target_id IS DISTINCT FROM contact_id AND target_id IN (SELECT contact_id FROM last_rows WHERE contact_id IS NOT NULL))
    FROM targets)::int AS ambiguous`;
 
+/**
+ * The join methods MERGE_STAGED may use: only nested loops, i.e. one index lookup per staged
+ * row (primary key or contacts_type_email_unique), in the order the merge sorts the rows.
+ * The staging table has no statistics when the merge is planned, and with them (ANALYZE) the
+ * planner still chose a hash join that reads every contact of the type and hashes them
+ * (300 MB for 1,500,000) to update 500,000 of them; the lookups in id order cost less and
+ * touch only the pages of the contacts being updated (bench/README.md has the figures).
+ * SET LOCAL: MERGE_JOINS_RESET restores the defaults for the rest of the transaction.
+ */
+export const MERGE_JOINS = 'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off';
+export const MERGE_JOINS_RESET = 'SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT';
+
 /** Database collations whose order is code-point order, i.e. byte order of UTF-8. */
 export const CODE_POINT_COLLATIONS = `SELECT datcollate IN ('C', 'POSIX', 'C.UTF-8', 'C.utf8') AS code_point
 FROM pg_database WHERE datname = current_database()`;
