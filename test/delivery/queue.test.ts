@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { chunkSize, fanOutChunk, FIRST_CHUNK, MAX_CHUNK } from '../../src/delivery/audience';
 import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow } from '../../src/delivery/queue';
+import { suppress, unsubscribeFromGroup, unsubscribeGlobally, type Suppression } from '../../src/suppression';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 
@@ -15,11 +16,13 @@ const LEASE_MS = 60_000;
 let a: TestAccount;
 let sendId: number;
 let typeId: number;
+let groupId: number;
 
 beforeAll(async () => {
   a = await makeAccount(db);
   const sender = await makeSender(db, a);
   const group = await makeGroup(db, a);
+  groupId = group;
   typeId = await makeContactType(db, a);
   const [send] = await db('single_sends')
     .insert({
@@ -198,5 +201,38 @@ describe('fanOutChunk', () => {
       ['one@example.com', first],
       ['three@example.com', third],
     ]);
+  });
+  it('writes the candidates the suppression rule refuses as dropped rows with its reason, in contact order, in any case', async () => {
+    await db('contacts').where({ contact_type_id: typeId }).delete();
+    const emails = ['kept@example.com', 'Bounced@example.com', 'complained@example.com', 'manual@example.com', 'global@example.com', 'group@example.com', 'other-group@example.com'];
+    const ids = await makeContacts(db, a, typeId, emails.map((email) => ({ email })));
+    const suppression = (email: string, type: Suppression['type']): Suppression => ({ userId: a.id, email, type, reason: '', diagnostic: '', source: 'api' });
+    // Each address is also on the lists the rule asks after it: the first list that has it names the reason.
+    await suppress(db, [suppression('BOUNCED@example.com', 'bounce'), suppression('complained@example.com', 'complaint'), suppression('Manual@Example.com', 'manual')]);
+    await unsubscribeGlobally(db, a.id, ['COMPLAINED@example.com', 'global@example.com']);
+    await unsubscribeFromGroup(db, a.id, groupId, ['manual@example.com', 'GLOBAL@example.com', 'Group@example.com']);
+    await unsubscribeFromGroup(db, a.id, await makeGroup(db, a, 'Other'), ['other-group@example.com']);
+    try {
+      const written = await db.transaction((trx: Knex.Transaction) => fanOutChunk(trx, { ...target(), groupId }, { source: 0, after: 0 }, 100));
+      expect(written).toEqual({ next: { source: 1, after: 0 }, inserted: 2 });
+      const rows = await db('deliveries').where({ single_send_id: sendId }).orderBy('id').select('id', 'contact_id', 'email', 'status', 'last_error');
+      expect(rows.map((r) => [r.contact_id, r.email, r.status, r.last_error])).toEqual([
+        [ids[0], 'kept@example.com', 'queued', null],
+        [ids[1], 'Bounced@example.com', 'dropped', 'bounced'],
+        [ids[2], 'complained@example.com', 'dropped', 'complained'],
+        [ids[3], 'manual@example.com', 'dropped', 'suppressed'],
+        [ids[4], 'global@example.com', 'dropped', 'unsubscribed'],
+        [ids[5], 'group@example.com', 'dropped', 'group_unsubscribed'],
+        [ids[6], 'other-group@example.com', 'queued', null],
+      ]);
+      const events = await db('events').where({ single_send_id: sendId, type: 'dropped' }).orderBy('id').select('delivery_id', 'email', 'data');
+      expect(events.map((e) => [Number(e.delivery_id), e.email, e.data.reason])).toEqual(
+        rows.filter((r) => r.status === 'dropped').map((r) => [Number(r.id), r.email.toLowerCase(), r.last_error]),
+      );
+    } finally {
+      await db('suppressions').where({ user_id: a.id }).delete();
+      await db('global_unsubscribers').where({ user_id: a.id }).delete();
+      await db('unsubscribe_group_recipients').where({ user_id: a.id }).delete();
+    }
   });
 });
