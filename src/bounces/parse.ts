@@ -1,4 +1,4 @@
-import { simpleParser, type ParsedMail } from 'mailparser';
+import type { ParsedMail } from 'mailparser';
 import {
   addressesIn,
   fieldAddress,
@@ -61,6 +61,15 @@ const FEEDBACK_TYPES = new Set(['message/feedback-report']);
 const RETURNED_MESSAGE_TYPES = new Set(['message/rfc822', 'message/global', 'message/partial']);
 const RETURNED_HEADER_TYPES = new Set(['text/rfc822-headers', 'text/rfc822-header', 'message/global-headers', 'message/rfc822-headers']);
 
+/**
+ * mailparser, loaded with the first report: its modules take ≈ 20 MB that a Herald receiving no
+ * bounces by mail (no BOUNCE_DOMAIN port, no BOUNCE_IMAP_URL) never needs (bench/README.md, idle RSS).
+ */
+function mailparser(): typeof import('mailparser') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('mailparser') as typeof import('mailparser');
+}
+
 export async function parseReport(raw: Buffer | string): Promise<InboundReport> {
   let reportRecipients: string[] = [];
   try {
@@ -68,7 +77,7 @@ export async function parseReport(raw: Buffer | string): Promise<InboundReport> 
     if (!input) return other('not-a-report', []);
     const topFields = readFields(headBlock(input.subarray(0, 64 * 1024).toString('latin1')));
     reportRecipients = envelopeAddresses(topFields);
-    const mail = await simpleParser(input, {
+    const mail = await mailparser().simpleParser(input, {
       keepDeliveryStatus: true,
       ignoreEmbedded: true,
       skipImageLinks: true,

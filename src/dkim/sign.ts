@@ -1,8 +1,5 @@
 import type { Knex } from 'knex';
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import { dkimBody } from 'mailauth/lib/dkim/body';
-import { generateCanonicalizedHeader } from 'mailauth/lib/dkim/header';
-import { formatSignatureHeaderLine, getSigningHeaderLines, parseHeaders } from 'mailauth/lib/tools';
 import type { Config } from '../config';
 import { ensureKey, privateKeyPem, signingDomain } from './keys';
 
@@ -70,6 +67,22 @@ function keyFor(db: Knex, config: Pick<Config, 'masterKey' | 'dataDir'>, userId:
 }
 
 /**
+ * mailauth's signing steps, loaded with the first signature rather than at start-up: their
+ * modules (joi, tldts, libmime…) take ≈ 22 MB, which a process that has not sent yet (an idle
+ * `herald serve`, a CLI command) need not hold (bench/README.md, idle RSS).
+ */
+let steps: ReturnType<typeof loadSteps> | undefined;
+function loadSteps() {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  return {
+    ...(require('mailauth/lib/dkim/body') as typeof import('mailauth/lib/dkim/body')),
+    ...(require('mailauth/lib/dkim/header') as typeof import('mailauth/lib/dkim/header')),
+    ...(require('mailauth/lib/tools') as typeof import('mailauth/lib/tools')),
+  };
+  /* eslint-enable @typescript-eslint/no-require-imports */
+}
+
+/**
  * The DKIM-Signature header line (CRLF-terminated) for a raw message, made with the steps of
  * mailauth's DkimSigner — its header parser, relaxed body hash, header canonicalization and
  * signature formatting — without its stream parser, and with a parsed key: mailauth's
@@ -77,6 +90,7 @@ function keyFor(db: Knex, config: Pick<Config, 'masterKey' | 'dataDir'>, userId:
  * itself) and streams the message through a parser (bench/README.md, `bench:send --dkim`).
  */
 export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): string {
+  const { dkimBody, generateCanonicalizedHeader, formatSignatureHeaderLine, getSigningHeaderLines, parseHeaders } = (steps ??= loadSteps());
   const buf = Buffer.from(raw);
   const end = buf.indexOf('\r\n\r\n');
   if (end < 0) throw new Error('DKIM signing failed: the message has no body');
