@@ -140,7 +140,8 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
     .whereNull('deleted_at')
     .update({
       fanout_cursor: done ? null : JSON.stringify(next),
-      fanout_done_at: done ? trx.fn.now() : null,
+      // The moment the last chunk is written (now() would be its transaction's start).
+      fanout_done_at: done ? trx.raw('clock_timestamp()') : null,
       fanout_retry_at: null,
       fanout_error: null,
       triggered: trx.raw('triggered + ?', [inserted]),
