@@ -26,7 +26,7 @@ import { bestMedian, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { makeFixture, makeList, type Fixture } from './lib/send-fixture';
 import { startServe } from './lib/send-herald';
-import { killAll } from './lib/send-procs';
+import { cleanUpOnStop, killAll } from './lib/send-procs';
 
 const opts = args();
 const num = (name: string, dflt: number) => (opts.has(name) ? Number(opts.get(name)) : dflt);
@@ -118,9 +118,7 @@ async function main() {
     if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
-  process.once('exit', killAll);
+  cleanUpOnStop(cleanup);
   try {
     if (!opts.has('no-build')) build();
     const url = await recreateDatabase(DB);

@@ -29,7 +29,7 @@ import { args } from './lib/setup';
 import { rssSampler } from './lib/send-checks';
 import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
 import { createSend, sendRow, startServe } from './lib/send-herald';
-import { ask, BENCH_LIB, cpuMs, killAll, nextMessage, spawnNode, type Child } from './lib/send-procs';
+import { ask, BENCH_LIB, type Child, cleanUpOnStop, cpuMs, killAll, nextMessage, spawnNode } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -140,9 +140,7 @@ async function main() {
     if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
-  process.once('exit', killAll);
+  cleanUpOnStop(cleanup);
   try {
     if (!opts.has('no-build')) build();
     sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: PIN ? '1' : undefined });

@@ -38,11 +38,11 @@ import { build, checksLine, client, createAccount, finishRun, log, runMain } fro
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { median, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
-import type { BaselineParams, BaselineResult } from './lib/send-baseline';
+import { machineShare, runBaseline } from './lib/baseline-run';
 import { checkSamples } from './lib/send-checks';
-import { makeFixture, makeList, SENDER, suppress, type Fixture } from './lib/send-fixture';
-import { createSend, designWithLinks, LINKS, PREHEADER, sendRow, startServe, SUBJECT } from './lib/send-herald';
-import { ask, BENCH_LIB, cpuMs, killAll, machineBusyMs, nextMessage, spawnNode, type Child } from './lib/send-procs';
+import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
+import { createSend, designWithLinks, LINKS, sendRow, startServe } from './lib/send-herald';
+import { ask, BENCH_LIB, type Child, cleanUpOnStop, cpuMs, killAll, machineBusyMs, nextMessage, spawnNode } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 import type { ReceiverStats } from './lib/webhook-receiver';
 
@@ -75,43 +75,9 @@ async function startChild(name: string, file: string): Promise<{ child: Child; p
   return { child, port };
 }
 
-function machineShare(busy0: number, t0: number, senderCpuMs: number) {
-  const busyMs = machineBusyMs() - busy0;
-  return { coresBusy: round(busyMs / (Date.now() - t0), 2), restMs: Math.round(busyMs - senderCpuMs) };
-}
-
 /** bench:send's raw baseline: the same messages pre-rendered, sent as nodemailer `raw` on the same pool. */
-async function runRawBaseline(sink: Child, port: number, html: string) {
-  const params: BaselineParams = {
-    mode: 'raw',
-    port,
-    count: RECIPIENTS,
-    poolSize: POOL,
-    concurrency: IN_FLIGHT,
-    html,
-    subject: SUBJECT,
-    preheader: PREHEADER,
-    fromName: SENDER.name,
-    fromEmail: SENDER.email,
-    replyTo: SENDER.replyTo,
-    senderAddress: '1 High Street, SW1A 1AA, United Kingdom',
-    publicUrl: PUBLIC_URL,
-    prefix: 'baseline-raw-',
-    domain: 'bench-sink.test',
-  };
-  const file = path.join(os.tmpdir(), `herald-bench-pipeline-baseline-${process.pid}.json`);
-  fs.writeFileSync(file, JSON.stringify(params));
-  await ask(sink, { type: 'reset', keep: 0 });
-  try {
-    const child = spawnNode('baseline raw', path.join(BENCH_LIB, 'send-baseline.ts'), [], { ts: true, ipc: true, cpu: SENDER_CPU, env: { BENCH_BASELINE: file } });
-    const result = await nextMessage<BaselineResult>(child, 'result', 900_000);
-    await child.exited;
-    const stats = await ask<SinkStats>(sink, { type: 'stats' });
-    return { rate: (result.sent / result.ms) * 1000, ms: result.ms, cpuMsPerMessage: round(result.cpuMs / result.sent, 3), received: stats.received, failed: result.failed };
-  } finally {
-    fs.rmSync(file, { force: true });
-  }
-}
+const runRawBaseline = (sink: Child, port: number, html: string) =>
+  runBaseline({ mode: 'raw', sink, port, html, count: RECIPIENTS, poolSize: POOL, concurrency: IN_FLIGHT, publicUrl: PUBLIC_URL, cpu: SENDER_CPU });
 
 /** off and on are judged; --split adds one of the two at a time (where on's cost goes). */
 type Mode = 'off' | 'on' | 'clicks' | 'webhook';
@@ -284,7 +250,7 @@ function judge(rounds: Round[]) {
     everyEventReceived: hooksAll.every((w) => w.missing === 0 && w.expectedByType.delivered === RECIPIENTS),
     signaturesValid: hooksAll.every((w) => w.badSignatures === 0),
     noRequestsWithoutWebhook: all.filter((h) => !WEBHOOK[h.mode]).every((h) => h.requestsWhileOff === 0),
-    baselineReceivedExactly: rounds.every((r) => r.raw.received === RECIPIENTS && r.raw.failed === 0),
+    baselineReceivedExactly: rounds.every((r) => r.raw.sink.received === RECIPIENTS && r.raw.failed === 0),
   };
   return { summary, verdicts, checks, worstLag };
 }
@@ -304,9 +270,7 @@ async function main() {
     if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
-  process.once('exit', killAll);
+  cleanUpOnStop(cleanup);
   try {
     if (!opts.has('no-build')) build();
     const sink = await startChild('sink', 'send-sink.ts');

@@ -39,11 +39,12 @@ import { build, checksLine, createAccount, finishRun, log, ROOT, runMain } from 
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { median, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
-import type { BaselineMode, BaselineParams, BaselineResult } from './lib/send-baseline';
+import { machineShare, runBaseline } from './lib/baseline-run';
+import type { BaselineMode } from './lib/send-baseline';
 import { checkSamples, rssSampler } from './lib/send-checks';
-import { makeFixture, makeList, SENDER, suppress, type Fixture } from './lib/send-fixture';
-import { createSend, PREHEADER, sendRow, startServe, SUBJECT } from './lib/send-herald';
-import { ask, BENCH_LIB, cpuMs, killAll, machineBusyMs, nextMessage, spawnNode, type Child } from './lib/send-procs';
+import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
+import { createSend, sendRow, startServe } from './lib/send-herald';
+import { ask, BENCH_LIB, type Child, cleanUpOnStop, cpuMs, killAll, machineBusyMs, nextMessage, spawnNode } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -85,63 +86,9 @@ async function startSink(): Promise<{ sink: Child; port: number }> {
 const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', name)] : []);
 
 const sinkStats = (sink: Child, prefix?: string) => ask<SinkStats>(sink, { type: 'stats', prefix });
+const baseline = (mode: BaselineMode, sink: Child, port: number, html: string) =>
+  runBaseline({ mode, sink, port, html, count: RECIPIENTS, poolSize: POOL, concurrency: IN_FLIGHT, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: profileArgs(`baseline-${mode}`), dkimKey: BASELINE_KEY });
 const sinkReset = (sink: Child, keep = 0) => ask(sink, { type: 'reset', keep });
-
-async function runBaseline(mode: BaselineMode, sink: Child, port: number, html: string) {
-  const params: BaselineParams = {
-    mode,
-    port,
-    count: RECIPIENTS,
-    poolSize: POOL,
-    concurrency: IN_FLIGHT,
-    html,
-    subject: SUBJECT,
-    preheader: PREHEADER,
-    fromName: SENDER.name,
-    fromEmail: SENDER.email,
-    replyTo: SENDER.replyTo,
-    senderAddress: '1 High Street, SW1A 1AA, United Kingdom',
-    publicUrl: PUBLIC_URL,
-    prefix: `baseline-${mode}-`,
-    domain: 'bench-sink.test',
-    dkim: mode === 'dkim' || mode === 'signed' ? { keySelector: 'bench', privateKey: BASELINE_KEY } : undefined,
-  };
-  const file = path.join(os.tmpdir(), `herald-bench-baseline-${process.pid}.json`);
-  fs.writeFileSync(file, JSON.stringify(params));
-  await sinkReset(sink);
-  try {
-    const child = spawnNode(`baseline ${mode}`, path.join(BENCH_LIB, 'send-baseline.ts'), [], {
-      ts: true,
-      ipc: true,
-      cpu: SENDER_CPU,
-      env: { BENCH_BASELINE: file },
-      nodeArgs: profileArgs(`baseline-${mode}`),
-    });
-    const busy0 = machineBusyMs();
-    const t0 = Date.now();
-    const result = await nextMessage<BaselineResult>(child, 'result', 900_000);
-    const machine = machineShare(busy0, t0, result.cpuMs);
-    await child.exited;
-    const { samples: _samples, ...stats } = await sinkStats(sink);
-    return {
-      ...result,
-      rate: (result.sent / result.ms) * 1000,
-      cpuMsPerMessage: round(result.cpuMs / result.sent, 3),
-      sinkCpuMsPerMessage: round(stats.cpuMs / Math.max(1, stats.received), 3),
-      machine: { ...machine, restMs: machine.restMs - stats.cpuMs },
-      sink: stats,
-    };
-  } finally {
-    fs.rmSync(file, { force: true });
-  }
-}
-
-/** Cores busy over a phase, and what was neither the sender nor (once subtracted) the sink: PostgreSQL and the neighbours. */
-function machineShare(busy0: number, t0: number, senderCpuMs: number) {
-  const busyMs = machineBusyMs() - busy0;
-  const wallMs = Date.now() - t0;
-  return { coresBusy: round(busyMs / wallMs, 2), busyMs: Math.round(busyMs), restMs: Math.round(busyMs - senderCpuMs) };
-}
 
 /** One Herald round: a fresh `herald serve`, one 100k send from the create call to completed. */
 async function runHerald(c: Client, admin: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string, n: number) {
@@ -266,9 +213,7 @@ async function main() {
     if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
-  process.once('exit', killAll);
+  cleanUpOnStop(cleanup);
   try {
     if (!opts.has('no-build')) build();
     const s = await startSink();
@@ -289,9 +234,9 @@ async function main() {
     const rounds: Round[] = [];
     for (let r = 1; r <= RUNS; r += 1) {
       const quiet = await waitForQuiet(120_000);
-      const raw = await runBaseline('raw', sink, s.port, html);
+      const raw = await baseline('raw', sink, s.port, html);
       log(`round ${r}/${RUNS}: raw baseline ${raw.rate.toFixed(0)} msg/s (${raw.cpuMsPerMessage} ms CPU/msg, sink ${raw.sinkCpuMsPerMessage}, cores busy ${raw.machine.coresBusy}); background ${quiet}`);
-      const composed = await runBaseline(DKIM ? 'dkim' : 'signed', sink, s.port, html);
+      const composed = await baseline(DKIM ? 'dkim' : 'signed', sink, s.port, html);
       log(`round ${r}/${RUNS}: ${DKIM ? 'nodemailer dkim' : 'signed raw'} baseline ${composed.rate.toFixed(0)} msg/s (${composed.cpuMsPerMessage} ms CPU/msg)`);
       const herald = await runHerald(c, admin, url, sink, s.port, f, typeId, dataDir, r);
       log(

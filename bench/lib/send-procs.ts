@@ -22,6 +22,16 @@ export interface Child {
 
 const live = new Set<Child>();
 
+/**
+ * On Ctrl-C or SIGTERM, `cleanup` (children, connections, the bench database) and exit 130; on
+ * any exit, the children are killed.
+ */
+export function cleanUpOnStop(cleanup: () => Promise<void>): void {
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  process.once('SIGTERM', () => void cleanup().finally(() => process.exit(130)));
+  process.once('exit', killAll);
+}
+
 export function killAll(): void {
   for (const c of live) {
     try {
