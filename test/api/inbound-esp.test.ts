@@ -7,10 +7,10 @@ import path from 'node:path';
 import request from 'supertest';
 import { secret } from '../../src/db/secrets';
 import { recipientToken } from '../../src/recipient-token';
-import { SendStatus, ScheduleType } from '../../src/states';
+import { SendStatus } from '../../src/states';
 import { canonicalString } from '../../src/bounces/esp/ses';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
-import { makeGroup, makeSender } from '../helpers/fixtures';
+import { makeSendRow } from '../helpers/fixtures';
 
 /**
  * POST /inbound/<provider>: each provider's check (signature, credentials, age), its events
@@ -53,28 +53,7 @@ let a: TestAccount;
 let key: Buffer;
 let sendId: number;
 
-async function makeSend(account: TestAccount): Promise<{ id: number; utr: string }> {
-  const sender = await makeSender(db, account);
-  const group = await makeGroup(db, account);
-  const utr = randomUUID();
-  const [row] = await db('single_sends')
-    .insert({
-      user_id: account.id,
-      utr,
-      template_id: 1,
-      sender_id: sender,
-      unsubscribe_group_id: group,
-      single_send_name: 'Via an ESP',
-      subject: 'Hello',
-      preheader: 'Hi',
-      from_sender: 'news@acme.test',
-      reply_to: 'reply@acme.test',
-      status: SendStatus.Completed,
-      schedule_type: ScheduleType.Now,
-    })
-    .returning('id');
-  return { id: row.id, utr };
-}
+const makeSend = (account: TestAccount) => makeSendRow(db, account, { name: 'Via an ESP', status: SendStatus.Completed });
 
 /** A recipient row as the worker leaves it once the ESP accepted the message, its token and Message-ID. */
 async function sentRow(email: string): Promise<{ id: number; token: string; messageId: string }> {

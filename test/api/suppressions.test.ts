@@ -1,14 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { applyOutcomes, type Outcome } from '../../src/bounces/apply';
 import { secret } from '../../src/db/secrets';
 import { purgeBounceReports } from '../../src/events/retention';
 import { createLogger } from '../../src/logger';
 import { recipientToken } from '../../src/recipient-token';
-import { SendStatus, ScheduleType } from '../../src/states';
+import { SendStatus } from '../../src/states';
 import { suppressedAmong } from '../../src/suppression';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeSendRow } from '../helpers/fixtures';
 
 /**
  * applyOutcomes (src/bounces/apply.ts) on recipient rows made by hand — matching, the policy,
@@ -23,28 +23,7 @@ let key: Buffer;
 let sendId: number;
 let sendUtr: string;
 
-async function makeSend(account: TestAccount): Promise<{ id: number; utr: string }> {
-  const sender = await makeSender(db, account);
-  const group = await makeGroup(db, account);
-  const utr = randomUUID();
-  const [row] = await db('single_sends')
-    .insert({
-      user_id: account.id,
-      utr,
-      template_id: 1,
-      sender_id: sender,
-      unsubscribe_group_id: group,
-      single_send_name: 'Bounced',
-      subject: 'Hello',
-      preheader: 'Hi',
-      from_sender: 'news@acme.test',
-      reply_to: 'reply@acme.test',
-      status: SendStatus.Draft,
-      schedule_type: ScheduleType.Now,
-    })
-    .returning('id');
-  return { id: row.id, utr };
-}
+const makeSend = (account: TestAccount) => makeSendRow(db, account, { name: 'Bounced', status: SendStatus.Draft });
 
 /** A recipient row as the worker leaves it once SMTP accepted the message, and its token. */
 async function sentRow(account: TestAccount, send: number, email: string): Promise<{ id: number; token: string }> {

@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { ScheduleType, SendStatus } from '../../src/states';
 import type { TestAccount } from './app';
 
 /** Direct inserts for the records a test needs around the thing it tests. */
@@ -50,4 +51,32 @@ export async function makeGroup(db: Knex, account: TestAccount, name = 'Newslett
     })
     .returning('id');
   return row.id;
+}
+
+/** A single send row with its own sender and group, as the API would leave it (no recipients). */
+export async function makeSendRow(
+  db: Knex,
+  account: TestAccount,
+  opts: { name: string; status: SendStatus },
+): Promise<{ id: number; utr: string }> {
+  const sender = await makeSender(db, account);
+  const group = await makeGroup(db, account);
+  const utr = randomUUID();
+  const [row] = await db('single_sends')
+    .insert({
+      user_id: account.id,
+      utr,
+      template_id: 1,
+      sender_id: sender,
+      unsubscribe_group_id: group,
+      single_send_name: opts.name,
+      subject: 'Hello',
+      preheader: 'Hi',
+      from_sender: 'news@acme.test',
+      reply_to: 'reply@acme.test',
+      status: opts.status,
+      schedule_type: ScheduleType.Now,
+    })
+    .returning('id');
+  return { id: row.id, utr };
 }
