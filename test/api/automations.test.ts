@@ -557,6 +557,31 @@ describe('GET /automations/duplicate', () => {
     expect(await schedulesOf(a, utr)).toEqual(originalEmails);
   });
 
+  it('makes UUIDv7 utrs (version 7, RFC variant) for automations, emails and copies, in creation order', async () => {
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const utr = await create(a, A);
+    await addEmail(a, A, utr, { subject: 'One' });
+    await addEmail(a, A, utr, { subject: 'Two' });
+    const copyUtr = (await api(app, a).get(`/automations/duplicate?utr=${utr}`)).body.message.utr as string;
+    const emails = (await schedulesOf(a, utr)).map((s) => s.utr);
+    const copiedEmails = (await schedulesOf(a, copyUtr)).map((s) => s.utr);
+    const made = [utr, ...emails, copyUtr, ...copiedEmails];
+    for (const u of made) expect(u).toMatch(V7);
+    expect([...made.slice(0, 3)].reverse().sort()).toEqual(made.slice(0, 3));
+    expect([...copiedEmails].reverse().sort()).toEqual(copiedEmails);
+    expect([copyUtr, utr].sort()).toEqual([utr, copyUtr]);
+  });
+
+  it('still finds an automation and an email whose utrs are version-4 UUIDs, made before UUIDv7', async () => {
+    const utr = await ready();
+    const [email] = await schedulesOf(a, utr);
+    const [v4, v4Email] = [randomUUID(), randomUUID()];
+    await db('automations').where({ utr }).update({ utr: v4 });
+    await db('automation_schedules').where({ utr: email.utr }).update({ utr: v4Email });
+    expect((await details(a, v4)).utr).toBe(v4);
+    expect((await schedulesOf(a, v4.toUpperCase())).map((s) => s.utr)).toEqual([v4Email]);
+  });
+
   it('answers NF2 for unknown, malformed, missing, deleted and other accounts’ utrs, copying nothing', async () => {
     const before = (await listOf(a)).length;
     const beforeB = (await listOf(b)).length;

@@ -378,6 +378,23 @@ describe('POST /single/send/create', () => {
     expect([await rowCount(a), await rowCount(b)]).toEqual(before);
   });
 
+  it('makes UUIDv7 utrs (version 7, RFC variant) that sort in creation order, the duplicate’s too', async () => {
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const first = await create();
+    const second = await create();
+    expectSuccess(await api(app, a).get(`/single/send/duplicate?utr=${first}`), 'Duplicated Successfully');
+    const copy = (await db('single_sends').where({ user_id: a.id }).orderBy('id', 'desc').first('utr')).utr as string;
+    for (const utr of [first, second, copy]) expect(utr).toMatch(V7);
+    expect([copy, second, first].sort()).toEqual([first, second, copy]);
+  });
+
+  it('still finds a send whose utr is a version-4 UUID, made before UUIDv7', async () => {
+    const utr = await create();
+    const v4 = randomUUID();
+    await db('single_sends').where({ utr }).update({ utr: v4 });
+    expect((await details(v4.toUpperCase())).utr).toBe(v4);
+  });
+
   it('answers AUTH without keys', async () => {
     expectAuthMissing(await api(app).form('/single/send/create', fields()));
   });

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { secret } from '../../db/secrets';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
-import { isUtr, MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT, newUtr } from '../../http/fields';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
 import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
@@ -237,7 +236,7 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
 
 /** Create → ready: the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
-  const utr = randomUUID();
+  const utr = newUtr();
   await ctx.db.transaction(async (trx) => {
     const columns = await resolveInput(ctx, trx, input);
     await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
@@ -260,7 +259,7 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
 /** A draft copy (nothing sends it until it is updated) with zeroed statistics. */
 export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string> {
   const row = await findByUtr(ctx, utr);
-  const copy = randomUUID();
+  const copy = newUtr();
   await ctx.db('single_sends').insert({
     user_id: ctx.userId,
     utr: copy,
