@@ -1,7 +1,8 @@
 import { recordAccountEvent } from '../../src/events/account-events';
 import { recordMessageEvents } from '../../src/events/record';
 import type { MessageEvent } from '../../src/events/types';
-import { automationStats, eventRecord, singleSendStats } from '../../src/resources/events/events.schemas';
+import { eventRecord } from '../../src/resources/events/events.schemas';
+import { automationStats, singleSendStats } from '../../src/resources/reports/reports.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';

@@ -190,7 +190,7 @@ describe('POST /single/send/create', () => {
     expect(s).toMatchObject({ template_json: '{"rows":[]}', template_html: null });
   });
 
-  it('accepts a JSON body as well as multipart (DESIGN §2)', async () => {
+  it('accepts a JSON body as well as multipart (docs/decisions.md, “Conventions”)', async () => {
     const res = await api(app, a).json('/single/send/create', { ...fields(), single_send_name: 'From JSON' });
     expectSuccess(res);
     expect((await details(res.body.message.utr)).single_send_name).toBe('From JSON');
@@ -505,7 +505,7 @@ describe('GET or POST /single/send/duplicate (rule 9)', () => {
     const [second] = await listOf(a);
     expect(second).toMatchObject({ single_send_name: 'Launch (copy)', status: 0 });
     expect(second.utr).not.toBe(copy.utr);
-    // A POST may carry the utr in its body too (DESIGN §2).
+    // A POST may carry the utr in its body too (docs/decisions.md, "Conventions").
     expectSuccess(await api(app, a).form('/single/send/duplicate', { utr }), 'Duplicated Successfully');
   });
 
