@@ -10,7 +10,7 @@ import {
 import { LIVE_REFUSED, PAUSE_REFUSED } from '../../src/resources/automations/automations.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 
 /**
  * The eleven automation operations of the spec, the `/automations/contacts` extension and the
@@ -48,29 +48,12 @@ const B = {} as Refs;
 type Automation = ReturnType<typeof automationRecord.parse>;
 type Schedule = ReturnType<typeof scheduleRecord.parse>;
 
-/** A segment of the list: everyone whose email contains `@`. */
-async function makeSegment(account: TestAccount, typeId: number): Promise<number> {
-  const email = await db('fields').whereNull('user_id').where({ field_name: 'email' }).first('id');
-  const [row] = await db('segments')
-    .insert({
-      user_id: account.id,
-      contact_type_id: typeId,
-      segment_name: 'Everyone',
-      select_field: JSON.stringify([String(email.id)]),
-      select_operator: JSON.stringify(['contains']),
-      value: JSON.stringify(['@']),
-      query_type: 'and',
-    })
-    .returning('id');
-  return row.id;
-}
-
 async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.sender = await makeSender(db, account);
   into.unverified = await makeSender(db, account, false);
   into.group = await makeGroup(db, account, 'Onboarding');
   into.list = await makeContactType(db, account, 'Signups');
-  into.segment = await makeSegment(account, into.list);
+  into.segment = await makeSegment(db, account, into.list);
   into.deletedList = await makeContactType(db, account, 'Gone');
   await db('contact_types').where({ id: into.deletedList }).update({ deleted_at: db.fn.now() });
 }

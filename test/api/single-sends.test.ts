@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { singleSendRecord } from '../../src/resources/single-sends/single-sends.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 
 /**
  * The seven single-send operations of the spec (no worker here: nothing is delivered, so the
@@ -34,23 +34,6 @@ let b: TestAccount;
 const A = {} as Refs;
 const B = {} as Refs;
 
-/** A segment of the list: everyone whose email contains `@`. */
-async function makeSegment(account: TestAccount, typeId: number): Promise<number> {
-  const email = await db('fields').whereNull('user_id').where({ field_name: 'email' }).first('id');
-  const [row] = await db('segments')
-    .insert({
-      user_id: account.id,
-      contact_type_id: typeId,
-      segment_name: 'Everyone',
-      select_field: JSON.stringify([String(email.id)]),
-      select_operator: JSON.stringify(['contains']),
-      value: JSON.stringify(['@']),
-      query_type: 'and',
-    })
-    .returning('id');
-  return row.id;
-}
-
 async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.sender = await makeSender(db, account);
   into.unverified = await makeSender(db, account, false);
@@ -59,7 +42,7 @@ async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.group = await makeGroup(db, account, 'Newsletter');
   into.list = await makeContactType(db, account);
   await makeContacts(db, account, into.list, [{ email: `x${account.id}@example.com` }]);
-  into.segment = await makeSegment(account, into.list);
+  into.segment = await makeSegment(db, account, into.list);
   into.deletedList = await makeContactType(db, account, 'Gone');
   await db('contact_types').where({ id: into.deletedList }).update({ deleted_at: db.fn.now() });
 }

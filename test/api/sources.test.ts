@@ -15,6 +15,7 @@ import { COUNTERS } from '../../src/statistics';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { createAutomation, createSend } from '../helpers/sends';
 
 /**
  * src/sources: the one home of "a single send or an automation email". The schema's CHECK
@@ -107,19 +108,8 @@ describe('the source of a recipient row', () => {
 describe('designParts', () => {
   it('of a single send: its subject, preheader and HTML, the sender as copied onto the send', async () => {
     const sender = await makeSender(db, a);
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
-      template_html: '<p>Hi ((first_name))</p>',
-      sender_id: sender,
-      unsubscribe_group_id: await makeGroup(db, a),
-      single_send_name: 'Parts',
-      subject: 'Subject ((first_name))',
-      preheader: 'Preheader',
-      recipient_id: [`contacts_${await makeContactType(db, a)}`],
-      schedule_type: 0,
-    });
-    expectSuccess(res);
-    const send = await db('single_sends').where({ utr: res.body.message.utr }).first('id');
+    const refs = { sender, group: await makeGroup(db, a), list: await makeContactType(db, a) };
+    const send = await createSend(app, db, a, refs, { template_html: '<p>Hi ((first_name))</p>', subject: 'Subject ((first_name))', preheader: 'Preheader' });
     // A later change of the sender does not reach a send already saved.
     await db('senders').where({ id: sender }).update({ from_name: 'Renamed' });
     expect(await designParts(db, { kind: 'single_send', singleSendId: send.id })).toEqual({
@@ -137,17 +127,9 @@ describe('designParts', () => {
 
   it('of an automation email: its own subject and its template’s HTML, its sender as it is now, no preheader', async () => {
     const sender = await makeSender(db, a);
-    const created = await api(app, a).form('/automations/create', {
-      type: 'custom',
-      automation_for: `contacts_${await makeContactType(db, a)}`,
-      automation_name: 'Parts',
-      unsubscribe_group_id: await makeGroup(db, a),
-    });
-    expectSuccess(created);
-    const utr = created.body.message.utr as string;
-    const fields = { utr, sender_id: sender, subject: 'Welcome', waiting_period: 1, waiting_type: 'instantly', template_id: 3, preview_img: 'x.png' };
+    const automation = await createAutomation(app, db, a, { group: await makeGroup(db, a), list: await makeContactType(db, a) });
+    const fields = { utr: automation.utr, sender_id: sender, subject: 'Welcome', waiting_period: 1, waiting_type: 'instantly', template_id: 3, preview_img: 'x.png' };
     expectSuccess(await api(app, a).form('/automations/schedule/create', fields), 'Schedule Added');
-    const automation = await db('automations').where({ utr }).first('id');
     const email = await db('automation_schedules').where({ automation_id: automation.id }).first('id');
     await db('senders').where({ id: sender }).update({ from_name: 'Renamed' });
     const template = await db('templates').where({ id: 3 }).first('html_code');

@@ -5,6 +5,7 @@ import { SendStatus } from '../../src/states';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContactType, makeGroup, makeSendRow } from '../helpers/fixtures';
+import { createAutomation } from '../helpers/sends';
 
 /**
  * src/statistics read back what its writer made of recorded events: an owner's counters, its
@@ -69,14 +70,7 @@ beforeAll(async () => {
   ({ id: send.one, utr: sendUtr } = await makeSendRow(db, a, { name: 'One', status: SendStatus.Completed }));
   ({ id: send.two } = await makeSendRow(db, a, { name: 'Two', status: SendStatus.Completed }));
   ({ id: send.other } = await makeSendRow(db, b, { name: 'Other', status: SendStatus.Completed }));
-  const created = await api(app, a).form('/automations/create', {
-    type: 'custom',
-    automation_for: `contacts_${await makeContactType(db, a)}`,
-    automation_name: 'Drip',
-    unsubscribe_group_id: await makeGroup(db, a),
-  });
-  expectSuccess(created);
-  automation = (await db('automations').where({ utr: created.body.message.utr }).first('id')).id;
+  ({ id: automation } = await createAutomation(app, db, a, { group: await makeGroup(db, a), list: await makeContactType(db, a) }));
   [{ id: link }] = await db('tracked_links').insert({ user_id: a.id, single_send_id: send.one, url: 'https://example.com/a' }).returning('id');
   link = Number(link);
 
