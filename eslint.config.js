@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'alarm', 'dns'],
   ['db', 'dkim', 'mail', 'accounts'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics'],
   ['resources'],
   ['delivery'],
   ['public'],

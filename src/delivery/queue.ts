@@ -207,17 +207,17 @@ async function smtpSuppressions(trx: Knex.Transaction, applied: Applied[], polic
   return out;
 }
 
-/**
- * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
- * transaction, so an outcome and its event are never one without the other. Returns how many
- * outcomes applied.
- */
 /** The soft-bounce rule (SOFT_BOUNCE_LIMIT soft bounces within SOFT_BOUNCE_DAYS suppress an address). */
 export interface SoftBouncePolicy {
   softBounceLimit: number;
   softBounceDays: number;
 }
 
+/**
+ * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
+ * transaction, so an outcome and its event are never one without the other. Returns how many
+ * outcomes applied.
+ */
 export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
   const values = outcomes.map((o, i) => ({

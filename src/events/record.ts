@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from './types';
-import { applyStatistics } from './statistics';
+import { ownerColumnsOf } from '../sources';
+import { applyStatistics } from '../statistics';
 
 /**
  * The one place events are written. Each fact is recorded where it becomes true, in the same
@@ -45,8 +46,7 @@ export async function recordMessageEvents(trx: Knex.Transaction, events: Message
         user_id: e.userId,
         type: e.type,
         email: e.email,
-        single_send_id: e.singleSendId,
-        automation_id: e.automationId,
+        ...ownerColumnsOf(e),
         delivery_id: e.deliveryId,
         data: e.data ?? {},
       })),

@@ -25,7 +25,8 @@ declare module 'express-serve-static-core' {
 
 /**
  * Resolves the PublicKey/SecretKey pair once per request and puts `ctx = { userId, db }` on
- * it. Missing headers answer the spec's AUTH shape; a wrong pair answers DESIGN's string.
+ * it. Missing headers answer the spec's AUTH shape; a wrong pair answers `WRONG_KEYS` with 401
+ * (docs/decisions.md, "Conventions").
  * Pairs verified recently come from `keys` (no database round trip); see key-cache.ts.
  */
 export function requireKeys(db: Knex, limiter?: RateLimiter, keys?: KeyCache) {

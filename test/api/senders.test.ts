@@ -3,12 +3,8 @@ import type { AddressObject, ParsedMail } from 'mailparser';
 import request from 'supertest';
 import { MailError } from '../../src/mail/mailer';
 import { senderRecord, type SenderRecord } from '../../src/resources/senders/senders.schemas';
-import {
-  findVerifiedSender,
-  formatSenderAddress,
-  senderAddress,
-  senderIdMessages,
-} from '../../src/resources/senders/senders.service';
+import { formatSenderAddress, senderAddress } from '../../src/mail/sender-address';
+import { findVerifiedSender, senderIdMessages } from '../../src/resources/senders/senders.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { waitFor } from '../helpers/wait';
 import { expectAuthMissing, expectNF1, expectSuccess, expectSuccessInErrors, expectVal } from '../helpers/expect';

@@ -1,20 +1,21 @@
 import request from 'supertest';
 import type { ParsedMail } from 'mailparser';
-import { smtpMailer } from '../../src/mail/mailer';
 import { eventRecord } from '../../src/resources/notifications/notifications.schemas';
-import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { api, expectShape, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
-import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+import { makeContacts, makeContactType, makeGroup } from '../helpers/fixtures';
+import { createSend as createSendViaApi } from '../helpers/sends';
+import type { SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
-import { runWorker, waitForSend } from '../helpers/worker';
+import { setupDelivery, waitForSend } from '../helpers/worker';
 
 /**
- * Single sends through the worker as production runs it (started once for the file, its two
- * loops and pipelined sending) into a real SMTP server; each test waits for what the worker
- * makes happen.
+ * Single sends through the worker as production runs it (started once for the file, every loop
+ * and pipelined sending) into a real SMTP server; each test waits for what the worker makes
+ * happen.
  */
 const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', WORKER_POLL_MS: '50' }, 'delivery');
+const rig = setupDelivery({ config, db });
 let sink: SmtpSink;
 let a: TestAccount;
 let sender: number;
@@ -23,14 +24,7 @@ let otherGroup: number;
 let list: number;
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-});
-runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2 }) });
-
-beforeAll(async () => {
-  a = await makeAccount(db);
-  sender = await makeSender(db, a);
-  group = await makeGroup(db, a, 'Newsletter');
+  ({ sink, account: a, sender, group } = rig);
   otherGroup = await makeGroup(db, a, 'Offers');
   list = await makeContactType(db, a);
   const [field] = await db('custom_fields')
@@ -47,32 +41,21 @@ beforeAll(async () => {
   await db('unsubscribe_group_recipients').insert({ user_id: a.id, unsubscribe_groups_id: group, email_address: 'grouped@example.com' });
 });
 
-afterAll(async () => {
-  await sink.close();
-});
-
 async function createSend(fields: Record<string, unknown> = {}, exclude?: number): Promise<string> {
   const excludeList = exclude ?? (await makeContactType(db, a, 'Exclusions'));
   if (exclude === undefined) await makeContacts(db, a, excludeList, [{ email: 'EXCLUDED@example.com' }]);
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
+  const send = await createSendViaApi(app, db, a, { sender, group, list }, {
     template_html:
       '<html><body><h1>Hello ((first_name))!</h1><p>Your plan: ((plan)). ((unknown_thing))</p><p>From ((sender_name)), ((sender_address))</p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: group,
     single_send_name: 'November news',
     subject: 'News for ((first_name))',
     preheader: 'Hi ((first_name)), this month…',
-    recipient_id: [`contacts_${list}`],
     exclude_specific_recipient_id: [`contacts_${excludeList}`],
-    schedule_type: 0,
     ...fields,
   });
-  expectSuccess(res);
-  return res.body.message.utr;
+  return send.utr;
 }
 
-/** A send whose completion shows the worker has been round since: what it skipped, it skipped. */
 async function canary(): Promise<void> {
   const list = await makeContactType(db, a, 'Canary');
   await makeContacts(db, a, list, [{ email: `canary-${list}@example.com` }]);

@@ -1,60 +1,14 @@
 import type { Knex } from 'knex';
-import type { MessageEvent, MessageRef } from './types';
+import type { MessageEvent } from '../events/types';
+import { counterOwners, OWNER_KINDS, OWNERS, type OwnerKind } from '../sources';
+import { EVENT_COUNTERS, HOURLY_COLUMNS, type EventCounter, type EventCounts } from './counters';
 
 /**
- * The spec's statistics counters on single sends and automations, kept from recorded events
- * (src/events/record.ts calls this in the event's transaction). Nothing else writes them.
+ * The statistics' writer: every owner's counters (src/sources `OWNERS`), each tracked link's, and
+ * the hourly rollup, moved from recorded events in the events' own transaction
+ * (src/events/record.ts calls it). Nothing else writes them but fan-out, which counts `triggered`.
+ * Their reader is src/statistics/read.ts.
  */
-
-/** The one rule for whose counters a message's events move: its single send, else its automation. */
-export function counterOwner(ref: Pick<MessageRef, 'singleSendId' | 'automationId'>): { table: 'single_sends' | 'automations'; id: number } | undefined {
-  if (ref.singleSendId) return { table: 'single_sends', id: ref.singleSendId };
-  if (ref.automationId) return { table: 'automations', id: ref.automationId };
-  return undefined;
-}
-
-const COUNTERS = [
-  'delivered',
-  'bounces',
-  'opens',
-  'unique_opens',
-  'unsubscribes',
-  'deferred',
-  'dropped',
-  'bounced_hard',
-  'bounced_soft',
-  'total_clicks',
-  'unique_clicks',
-  'complaints',
-] as const;
-type Counter = (typeof COUNTERS)[number];
-type Counts = { user_id: number; id: number } & Record<Counter, number>;
-
-/** The hourly timeline's counters (message_stats_hourly), a subset of the above. */
-const HOURLY = { delivered: 'delivered', opens: 'opens', total_clicks: 'clicks', unsubscribes: 'unsubscribes' } as const;
-
-/** Column names of the counters on each table (the spec named its own differently; Herald's are alike). */
-const HERALD_COLUMNS = {
-  deferred: 'deferred',
-  dropped: 'dropped',
-  bounced_hard: 'bounced_hard',
-  bounced_soft: 'bounced_soft',
-  total_clicks: 'total_clicks',
-  unique_clicks: 'unique_clicks',
-  complaints: 'complaints',
-} as const;
-const COLUMNS: Record<'single_sends' | 'automations', Record<Counter, string>> = {
-  single_sends: { delivered: 'delivered', bounces: 'bounces', opens: 'total_opens', unique_opens: 'unique_opens', unsubscribes: 'unsubscribes', ...HERALD_COLUMNS },
-  automations: {
-    delivered: 'total_delivered',
-    bounces: 'total_bounces',
-    opens: 'total_opens',
-    unique_opens: 'total_unique_opens',
-    unsubscribes: 'total_unsubscribe',
-    ...HERALD_COLUMNS,
-  },
-};
-const OWNER_TYPE = { single_sends: 'single_send', automations: 'automation' } as const;
 
 /**
  * Every pixel hit is an `opened` event (total opens); the first one per recipient row is a
@@ -141,71 +95,82 @@ async function applyClicks(trx: Knex.Transaction, events: MessageEvent[]): Promi
   return out;
 }
 
+type Counts = { user_id: number; id: number } & EventCounts;
+
+/** The event counters each event moves (a unique open or click is decided by the row updates above). */
+function countersOf(e: MessageEvent, firstOpen: boolean, firstClick: boolean): EventCounter[] {
+  switch (e.type) {
+    case 'delivered':
+      return ['delivered'];
+    case 'bounced':
+      return ['bounces', e.data.kind === 'hard' ? 'bounced_hard' : 'bounced_soft'];
+    case 'unsubscribed':
+      return ['unsubscribes'];
+    case 'deferred':
+      return ['deferred'];
+    case 'dropped':
+      return ['dropped'];
+    case 'complained':
+      return ['complaints'];
+    case 'clicked':
+      return firstClick ? ['total_clicks', 'unique_clicks'] : ['total_clicks'];
+    case 'opened':
+      return firstOpen ? ['opens', 'unique_opens'] : ['opens'];
+  }
+}
+
 export async function applyStatistics(trx: Knex.Transaction, events: MessageEvent[]): Promise<void> {
   const first = await firstOpens(trx, events);
   const firstClicks = await applyClicks(trx, events);
   const counted = new Set<number>();
-  const byOwner = { single_sends: new Map<string, Counts>(), automations: new Map<string, Counts>() };
-  const bump = (e: MessageEvent, counter: Counter) => {
-    const owner = counterOwner(e);
-    if (!owner) return;
-    const key = `${e.userId}:${owner.id}`;
-    const map = byOwner[owner.table];
-    const c = map.get(key) ?? ({ user_id: e.userId, id: owner.id, ...Object.fromEntries(COUNTERS.map((k) => [k, 0])) } as Counts);
-    c[counter] += 1;
-    map.set(key, c);
-  };
+  const byOwner = new Map<OwnerKind, Map<string, Counts>>(OWNER_KINDS.map((k) => [k, new Map()]));
   for (const e of events) {
-    if (e.type === 'delivered') bump(e, 'delivered');
-    else if (e.type === 'bounced') {
-      bump(e, 'bounces');
-      bump(e, e.data.kind === 'hard' ? 'bounced_hard' : 'bounced_soft');
-    } else if (e.type === 'unsubscribed') bump(e, 'unsubscribes');
-    else if (e.type === 'deferred') bump(e, 'deferred');
-    else if (e.type === 'dropped') bump(e, 'dropped');
-    else if (e.type === 'complained') bump(e, 'complaints');
-    else if (e.type === 'clicked') {
-      bump(e, 'total_clicks');
-      if (firstClicks.has(e)) bump(e, 'unique_clicks');
+    let firstOpen = false;
+    if (e.type === 'opened' && e.deliveryId && first.has(e.deliveryId) && !counted.has(e.deliveryId)) {
+      counted.add(e.deliveryId);
+      firstOpen = true;
     }
-    else if (e.type === 'opened') {
-      bump(e, 'opens');
-      if (e.deliveryId && first.has(e.deliveryId) && !counted.has(e.deliveryId)) {
-        counted.add(e.deliveryId);
-        bump(e, 'unique_opens');
-      }
+    const moved = countersOf(e, firstOpen, e.type === 'clicked' && firstClicks.has(e));
+    for (const owner of counterOwners(e)) {
+      const map = byOwner.get(owner.kind)!;
+      const key = `${e.userId}:${owner.id}`;
+      const c = map.get(key) ?? ({ user_id: e.userId, id: owner.id, ...Object.fromEntries(EVENT_COUNTERS.map((k) => [k, 0])) } as Counts);
+      for (const counter of moved) c[counter] += 1;
+      map.set(key, c);
     }
   }
-  for (const table of ['single_sends', 'automations'] as const) {
-    const counts = [...byOwner[table].values()];
+  // Owners in a fixed order, and rows by key: two transactions updating the same rows take their locks in one order.
+  for (const kind of OWNER_KINDS) {
+    const counts = [...byOwner.get(kind)!.values()];
     if (counts.length === 0) continue;
-    const cols = COLUMNS[table];
-    const sets = COUNTERS.map((k) => `${cols[k]} = t.${cols[k]} + v.${k}`).join(', ');
-    // Ordered by key so two transactions updating the same rows take their locks in one order.
+    const { table, counters: cols, timeline } = OWNERS[kind];
+    const sets = EVENT_COUNTERS.map((k) => `${cols[k]} = t.${cols[k]} + v.${k}`).join(', ');
     counts.sort((a, b) => a.user_id - b.user_id || a.id - b.id);
     await trx.raw(
       `UPDATE ${table} t SET ${sets}
-       FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${COUNTERS.map((k) => `${k} integer`).join(', ')})
+       FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${EVENT_COUNTERS.map((k) => `${k} integer`).join(', ')})
        WHERE t.id = v.id AND t.user_id = v.user_id`,
       [JSON.stringify(counts)],
     );
-    await addHourly(trx, table, counts);
+    if (timeline) await addHourly(trx, kind, counts);
   }
 }
 
-/** The timeline of GET /single/send/stats and /automations/stats: this hour's row per send or automation. */
-async function addHourly(trx: Knex.Transaction, table: 'single_sends' | 'automations', counts: Counts[]): Promise<void> {
-  const keys = Object.keys(HOURLY) as Array<keyof typeof HOURLY>;
-  const rows = counts.filter((c) => keys.some((k) => c[k] > 0));
+/**
+ * This hour's row per owner in `message_stats_hourly`: the timelines of GET /single/send/stats and
+ * /automations/stats, and what a time window of an account adds up (src/statistics/read.ts).
+ */
+async function addHourly(trx: Knex.Transaction, kind: OwnerKind, counts: Counts[]): Promise<void> {
+  const rows = counts.filter((c) => EVENT_COUNTERS.some((k) => c[k] > 0));
   if (rows.length === 0) return;
-  const cols = keys.map((k) => HOURLY[k]);
+  const cols = EVENT_COUNTERS.map((k) => HOURLY_COLUMNS[k]);
   await trx.raw(
     `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, ${cols.join(', ')})
-     SELECT v.user_id, ?, v.id, date_trunc('hour', now()), ${keys.map((k) => `v.${k}`).join(', ')}
-     FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${keys.map((k) => `${k} integer`).join(', ')})
+     SELECT v.user_id, ?, v.id, date_trunc('hour', now()), ${EVENT_COUNTERS.map((k) => `v.${k}`).join(', ')}
+     FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${EVENT_COUNTERS.map((k) => `${k} integer`).join(', ')})
      ORDER BY v.user_id, v.id
      ON CONFLICT (user_id, owner_type, owner_id, hour)
      DO UPDATE SET ${cols.map((c) => `${c} = message_stats_hourly.${c} + EXCLUDED.${c}`).join(', ')}`,
-    [OWNER_TYPE[table], JSON.stringify(rows)],
+    [kind, JSON.stringify(rows)],
   );
 }
