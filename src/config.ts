@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import fs from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseServers } from './dns';
@@ -11,7 +12,8 @@ import { parseServers } from './dns';
  * settings (PUBLIC_URL's default, the lease, MAIL_FROM, …) are computed in `derive`. A bad value
  * stops startup with a message that names the variable (see loadConfig).
  *
- * To add a setting: one line in `settings` — `myThing: setting('MY_THING', intIn(1, 10).default(3))`.
+ * To add a setting: one line in `settings` — `myThing: setting('MY_THING', intIn(1, 10).default(3))`
+ * (`secret(…)` instead of `setting(…)` for a key or password).
  */
 const intIn = (min: number, max: number) =>
   z
@@ -23,20 +25,38 @@ const intIn = (min: number, max: number) =>
 
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' }).transform((v) => v === '1');
 
+/** A URL of one of `protocols`; the message says which part is wrong without repeating the value. */
 const url = (protocols: string[]) =>
   z
     .string()
     .trim()
-    .refine(
-      (v) => {
-        try {
-          return protocols.includes(new URL(v).protocol);
-        } catch {
-          return false;
-        }
-      },
-      { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
-    );
+    .superRefine((v, ctx) => {
+      const problem = urlProblem(v, protocols);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+
+function urlProblem(v: string, protocols: string[]): string | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(v)?.[1].toLowerCase();
+  if (!scheme || !protocols.includes(`${scheme}:`)) return `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    // The scheme is right; tell the port apart from the rest.
+    const authority = /^[^:]+:\/\/([^/?#]*)/.exec(v)?.[1] ?? '';
+    const credentialsCut = !authority.includes('@') && v.includes('@'); // a / ? # in the password ended the host part
+    const port = /^(?:\[[^\]]*\]|[^:[\]]*):(.*)$/.exec(authority.slice(authority.lastIndexOf('@') + 1))?.[1];
+    if (!credentialsCut && port !== undefined && !(/^\d{0,5}$/.test(port) && Number(port) <= 65535)) return 'has a port that is not a number from 0 to 65535';
+    return 'is not a valid URL (percent-encode any @ : / ? # % in the user name or password)';
+  }
+  try {
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+  } catch {
+    return 'has a % in the user name or password that does not start a percent-encoded character (write % as %25)';
+  }
+  return undefined;
+}
 
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
@@ -59,12 +79,18 @@ const listOf = (problem: (entry: string) => string | undefined) =>
     })
     .transform(list);
 
-/** One setting: the environment variable it is read from and the schema that checks and converts it. */
+/**
+ * One setting: the environment variable it is read from and the schema that checks and converts
+ * it. A `secret` one (a key, a password, a URL that may hold one) is never repeated in an error
+ * message: the message names the variable and the problem only.
+ */
 interface Setting<S extends z.ZodType = z.ZodType> {
   name: string;
   schema: S;
+  secret: boolean;
 }
-const setting = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema });
+const setting = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: false });
+const secret = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: true });
 
 /** ESP providers Herald takes events from, and whose metadata header it can add to outgoing mail. */
 export const ESP_PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'ses'] as const;
@@ -73,11 +99,11 @@ export type EspProvider = (typeof ESP_PROVIDERS)[number];
 const settings = {
   port: setting('PORT', intIn(0, 65535).default(3000)),
   host: setting('HOST', z.string().trim().min(1).default('0.0.0.0')),
-  databaseUrl: setting('DATABASE_URL', url(['postgres:', 'postgresql:']).optional()),
+  databaseUrl: secret('DATABASE_URL', url(['postgres:', 'postgresql:']).optional()),
   dataDir: setting('DATA_DIR', z.string().trim().min(1).default('./data').transform((d) => path.resolve(d))),
   embeddedDbPort: setting('EMBEDDED_DB_PORT', intIn(1, 65535).default(54329)),
   dbPoolMax: setting('DB_POOL_MAX', intIn(1, 500).default(10)),
-  smtpUrl: setting('SMTP_URL', url(['smtp:', 'smtps:']).optional()),
+  smtpUrl: secret('SMTP_URL', url(['smtp:', 'smtps:']).optional()),
   /** Unset: http://localhost:PORT (see derive). */
   publicUrl: setting('PUBLIC_URL', url(['http:', 'https:']).optional()),
   sendRate: setting('SEND_RATE', intIn(0, 1_000_000).default(0)),
@@ -107,7 +133,16 @@ const settings = {
   /** How long a claimed recipient row stays a worker's before another may take it over (unset: see derive). */
   sendLeaseMs: setting('SEND_LEASE_MS', intIn(1000, 86_400_000).optional()),
   /** Envelope and From address of Herald's own mail (verification, notifications); unset: see derive. */
-  mailFrom: setting('MAIL_FROM', z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional()),
+  mailFrom: setting(
+    'MAIL_FROM',
+    z
+      .string()
+      .trim()
+      .regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address', abort: true })
+      // Herald signs its own mail for this domain and `herald dns` lists its records: an address has none.
+      .refine((v) => !/^\[|^[\d.]+$|:/.test(v.slice(v.indexOf('@') + 1)), { message: 'must be an email address at a domain name, not an IP address' })
+      .optional(),
+  ),
   /** Events older than this many days are purged by the worker (hourly). */
   eventsRetentionDays: setting('EVENTS_RETENTION_DAYS', intIn(1, 36_500).default(180)),
   /** Webhook hosts (names or IPs) allowed although they are private or local; never metadata addresses. */
@@ -154,7 +189,7 @@ const settings = {
       .transform(parseServers),
   ),
   /** Key that encrypts private DKIM keys; unset: DATA_DIR/master.key (made on first use). */
-  masterKey: setting(
+  masterKey: secret(
     'HERALD_MASTER_KEY',
     z
       .string()
@@ -184,7 +219,7 @@ const settings = {
   bounceRetentionDays: setting('BOUNCE_RETENTION_DAYS', intIn(1, 36_500).default(180)),
   // Bounce mailbox (IMAP) and ESP webhooks: README "Deliverability".
   /** `imap[s]://user:pass@host:port/Mailbox` of a mailbox that receives bounces; the worker follows it. */
-  bounceImapUrl: setting('BOUNCE_IMAP_URL', url(['imap:', 'imaps:']).optional()),
+  bounceImapUrl: secret('BOUNCE_IMAP_URL', url(['imap:', 'imaps:']).optional()),
   /** Where processed bounces and complaints are moved ('/'-separated path; created when missing). */
   bounceImapDoneFolder: setting(
     'BOUNCE_IMAP_DONE_FOLDER',
@@ -212,10 +247,10 @@ const settings = {
     'SENDGRID_WEBHOOK_PUBLIC_KEY',
     z.string().trim().refine(isPublicKey, { message: 'must be the base64 (or PEM) ECDSA public key SendGrid shows' }).optional(),
   ),
-  mailgunWebhookSigningKey: setting('MAILGUN_WEBHOOK_SIGNING_KEY', z.string().trim().min(8).optional()),
+  mailgunWebhookSigningKey: secret('MAILGUN_WEBHOOK_SIGNING_KEY', z.string().trim().min(8, { message: 'must be at least 8 characters' }).optional()),
   /** With POSTMARK_WEBHOOK_PASSWORD: Config.postmarkWebhook (see derive). */
   postmarkWebhookUser: setting('POSTMARK_WEBHOOK_USER', z.string().trim().min(1).optional()),
-  postmarkWebhookPassword: setting('POSTMARK_WEBHOOK_PASSWORD', z.string().min(8, { message: 'must be at least 8 characters' }).optional()),
+  postmarkWebhookPassword: secret('POSTMARK_WEBHOOK_PASSWORD', z.string().min(8, { message: 'must be at least 8 characters' }).optional()),
   /** SNS topics whose messages /inbound/ses accepts; empty = the endpoint is off. */
   sesSnsTopicArns: setting(
     'SES_SNS_TOPIC_ARNS',
@@ -238,13 +273,15 @@ type Parsed = z.output<typeof schema>;
 /** The values that depend on other settings or on the environment beyond Herald's variables. */
 function derive(s: Parsed, env: NodeJS.ProcessEnv) {
   const { postmarkWebhookUser, postmarkWebhookPassword, ...rest } = s;
+  const host = publicHost(s.publicUrl ?? 'http://localhost');
   return {
     ...rest,
     publicUrl: (s.publicUrl ?? `http://localhost:${s.port}`).replace(/\/+$/, ''),
     // Longer than any one SMTP conversation can take, unless set.
     sendLeaseMs: s.sendLeaseMs ?? Math.max(60_000, s.smtpTimeoutMs * 3),
-    mailFrom: s.mailFrom ?? `herald@${new URL(s.publicUrl ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
-    inboundHostname: s.inboundHostname ?? new URL(s.publicUrl ?? 'http://localhost').hostname,
+    // An IP address has no domain to sign for or publish records in: like localhost, it gets a placeholder.
+    mailFrom: s.mailFrom ?? `herald@${host === 'localhost' || isIP(host) ? 'localhost.localdomain' : host}`,
+    inboundHostname: s.inboundHostname ?? host,
     inboundHost: s.inboundHost ?? s.host,
     espMetadataHeaders: s.espMetadataHeaders ?? configuredProviders(s),
     postmarkWebhook: postmarkWebhookUser && postmarkWebhookPassword ? { user: postmarkWebhookUser, password: postmarkWebhookPassword } : undefined,
@@ -253,6 +290,10 @@ function derive(s: Parsed, env: NodeJS.ProcessEnv) {
 }
 
 export type Config = ReturnType<typeof derive>;
+
+/** PUBLIC_URL's host: a name, or an address without IPv6's brackets. */
+const publicHost = (publicUrl: string) => new URL(publicUrl).hostname.replace(/^\[(.*)\]$/, '$1');
+const ipHost = (publicUrl: string | undefined) => publicUrl !== undefined && isIP(publicHost(publicUrl)) > 0;
 
 /** HERALD_MASTER_KEY as bytes: 64 hex digits or base64 of exactly 32 bytes. */
 function masterKeyBytes(text: string): Buffer | undefined {
@@ -291,8 +332,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(present);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
-      const name = settings[i.path[0] as keyof Settings].name;
-      return `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
+      const { name, secret } = settings[i.path[0] as keyof Settings];
+      return secret ? `  ${name} (value not shown): ${i.message}` : `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
@@ -306,6 +347,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** Settings that are only wrong together. */
 function combinationProblems(s: Parsed): string[] {
   const out: string[] = [];
+  if (s.inboundSmtpPort !== undefined && !s.bounceDomain)
+    out.push('INBOUND_SMTP_PORT needs BOUNCE_DOMAIN: the inbound SMTP server receives the bounces sent to that domain');
+  if (s.bounceDomain && !s.inboundHostname && ipHost(s.publicUrl))
+    out.push("BOUNCE_DOMAIN needs INBOUND_HOSTNAME when PUBLIC_URL's host is an IP address: the bounce domain's MX record names a host");
   if (Boolean(s.inboundTlsCert) !== Boolean(s.inboundTlsKey)) out.push('INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
   if (Boolean(s.postmarkWebhookUser) !== Boolean(s.postmarkWebhookPassword)) out.push('POSTMARK_WEBHOOK_USER / POSTMARK_WEBHOOK_PASSWORD: set both or neither');
   return out;
