@@ -46,10 +46,14 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
     );
     const rows = result.rows as SendRow[];
     for (const s of rows) {
-      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
-        single_send: s.single_send_name,
-        utr: s.utr,
-      });
+      await recordAccountEvent(
+        { db: trx },
+        s.user_id,
+        'single_send.started',
+        `Single send “${s.single_send_name}” started`,
+        { single_send: s.single_send_name, utr: s.utr },
+        { singleSendId: s.id },
+      );
     }
     return rows;
   });
@@ -177,7 +181,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       );
       const s = (result.rows as SendRow[])[0];
       if (!s) return undefined;
-      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
+      const facts = {
         single_send: s.single_send_name,
         utr: s.utr,
         triggered: s.triggered,
@@ -185,7 +189,8 @@ export async function completeSends(deps: EventDeps): Promise<number> {
         bounces: s.bounces,
         unique_opens: s.unique_opens,
         unsubscribes: s.unsubscribes,
-      });
+      };
+      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, facts, { singleSendId: s.id });
       return s;
     });
     if (!done) continue;

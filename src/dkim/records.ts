@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isIP } from 'node:net';
 import type { Config } from '../config';
 import type { Dns } from '../dns';
 import { ensureKey, liveKeys, promotePending, KeyState, type KeyRow, type RecordStatus } from './keys';
@@ -31,9 +32,14 @@ type RecordConfig = Pick<Config, 'masterKey' | 'dataDir' | 'bounceDomain' | 'inb
 
 export const dkimValue = (key: Pick<KeyRow, 'public_key'>) => `v=DKIM1; k=rsa; p=${key.public_key}`;
 
-/** The host an SPF `a:` mechanism should name: the SMTP relay Herald hands mail to, else the inbound host. */
-function spfHost(config: RecordConfig): string {
-  return config.smtpUrl ? new URL(config.smtpUrl).hostname : config.inboundHostname;
+/**
+ * The SPF mechanism that allows Herald's mail: the SMTP relay Herald hands mail to, else the
+ * inbound host — `a:` for a host name, `ip4:`/`ip6:` for an address (`a:` takes a domain only).
+ */
+function spfMechanism(config: RecordConfig): string {
+  const host = (config.smtpUrl ? new URL(config.smtpUrl).hostname : config.inboundHostname).replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(host);
+  return family ? `ip${family}:${host}` : `a:${host}`;
 }
 
 function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsRecord[] {
@@ -50,7 +56,7 @@ function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsReco
     records.push({ purpose: 'bounce', type: 'MX', host: config.bounceDomain, value: `10 ${config.inboundHostname}`, status: status('bounce') });
   }
   records.push(
-    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 a:${spfHost(config)} ~all`, status: status('spf') },
+    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 ${spfMechanism(config)} ~all`, status: status('spf') },
     { purpose: 'dmarc', type: 'TXT', host: `_dmarc.${domain}`, value: 'v=DMARC1; p=none; adkim=r; aspf=r', status: status('dmarc') },
   );
   return records;
@@ -96,7 +102,7 @@ async function checkOne(dns: Dns, config: RecordConfig, record: DnsRecord, key: 
     case 'spf': {
       const spf = (await dns.txt(record.host)).filter((t) => /^v=spf1(\s|$)/i.test(t));
       if (!spf.length) return 'missing';
-      const wanted = `a:${spfHost(config)}`.toLowerCase();
+      const wanted = spfMechanism(config).toLowerCase();
       return spf.length === 1 && spf[0].toLowerCase().split(/\s+/).some((m) => m.replace(/^[+?~-]/, '') === wanted) ? 'verified' : 'mismatch';
     }
     case 'dmarc': {

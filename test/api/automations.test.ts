@@ -441,6 +441,12 @@ describe('GET /automations/pause', () => {
     expectSuccess(await api(app, a).get(`/automations/pause?utr=${utr}`));
     const events = () => db('events').where({ user_id: a.id }).whereRaw("data->>'utr' = ?", [utr]).orderBy('id').pluck('type');
     expect(await events()).toEqual(['automation.live', 'automation.paused']);
+    // Recorded with the automation, so its events filter finds them.
+    const listed = (await api(app, a).get(`/events?automation_utr=${utr}`)).body.message.events as Array<{ type: string; automation_utr: string }>;
+    expect(listed.map((e) => [e.type, e.automation_utr])).toEqual([
+      ['automation.live', utr],
+      ['automation.paused', utr],
+    ]);
     // The database refuses this automation's next event (only its own: other files share the database).
     await db.raw(`CREATE FUNCTION herald_test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
     await db.raw(`CREATE TRIGGER herald_test_refuse_event BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.data->>'utr' = '${utr}') EXECUTE FUNCTION herald_test_refuse_event()`);

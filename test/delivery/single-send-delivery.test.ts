@@ -293,6 +293,12 @@ describe('notifications', () => {
     expect(events.slice(0, 2).map((e: { type: string }) => e.type)).toEqual(['single_send.completed', 'single_send.started']);
     expect(events[0]).toMatchObject({ notified: 1, notify_error: null, payload: { utr, single_send: 'Notified send' } });
     expectShape(eventRecord, events[0]);
+    // Recorded with the send: its events filter finds them beside its message events.
+    const ofSend = (await api(app, a).get(`/events?single_send_utr=${utr}&type=single_send.started,single_send.completed`)).body.message.events;
+    expect(ofSend.map((e: { type: string; single_send_utr: string }) => [e.type, e.single_send_utr])).toEqual([
+      ['single_send.started', utr],
+      ['single_send.completed', utr],
+    ]);
     await db('notification_recipients').where({ user_id: a.id }).delete();
   });
 });

@@ -124,7 +124,7 @@ describe('the events of a send', () => {
       expect.objectContaining({ email: 'gone@example.com', single_send_utr: utr, data: expect.objectContaining({ kind: 'hard', smtp_code: 550, source: 'smtp' }) }),
     ]);
     const completed = all.hits.find((h) => h.payload.type === 'single_send.completed')!;
-    expect(completed.payload.data.events[0]).toMatchObject({ email: null, single_send_utr: null, data: expect.objectContaining({ subject: expect.any(String) }) });
+    expect(completed.payload.data.events[0]).toMatchObject({ email: null, single_send_utr: utr, data: expect.objectContaining({ subject: expect.any(String) }) });
   });
 
   it('sends a filtered endpoint only its types', async () => {

@@ -206,10 +206,8 @@ export async function setLive(ctx: Ctx, utr: string): Promise<void> {
         updated_at: trx.fn.now(),
       });
     // In the same transaction: the change and its event are both there or neither is.
-    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, {
-      automation: row.automation_name,
-      utr: row.utr,
-    });
+    const facts = { automation: row.automation_name, utr: row.utr };
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, facts, { automationId: row.id });
   });
 }
 
@@ -219,10 +217,8 @@ export async function pause(ctx: Ctx, utr: string): Promise<void> {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!automationStatus.canMove(row.status, AutomationStatus.Paused)) throw refused(PAUSE_REFUSED);
     await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
-    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, {
-      automation: row.automation_name,
-      utr: row.utr,
-    });
+    const facts = { automation: row.automation_name, utr: row.utr };
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, facts, { automationId: row.id });
   });
 }
 

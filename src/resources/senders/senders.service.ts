@@ -129,6 +129,7 @@ function verificationMail(
     to: { name: sender.from_name, email: sender.from_email },
     subject: `Verify your sender address ${sender.from_email}`,
     html,
+    link,
   };
 }
 
