@@ -71,6 +71,9 @@ const schema = z.object({
   WEBHOOK_RETRY_BASE_MS: intIn(0, 86_400_000).default(30_000),
   WEBHOOK_MAX_ATTEMPTS: intIn(1, 100).default(13),
   WEBHOOK_CONCURRENCY: intIn(1, 1000).default(10),
+  NOTIFICATION_RETRY_BASE_MS: intIn(0, 86_400_000).default(60_000),
+  NOTIFICATION_MAX_ATTEMPTS: intIn(1, 100).default(8),
+  NOTIFICATION_CONCURRENCY: intIn(1, 100).default(5),
   TRACK_CLICKS: flag.default(true),
   CLICK_BOT_WINDOW_SECONDS: intIn(0, 86_400).default(10),
   DNS_SERVERS: z
@@ -197,6 +200,12 @@ export interface Config {
   webhookMaxAttempts: number;
   /** Webhook requests in flight per worker process. */
   webhookConcurrency: number;
+  /** First retry delay of a notice the SMTP server refused for now; doubles per attempt (capped at 6 h). */
+  notificationRetryBaseMs: number;
+  /** Attempts of a notice before it is given up. */
+  notificationMaxAttempts: number;
+  /** Notices one worker process mails side by side. */
+  notificationConcurrency: number;
   /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
   trackClicks: boolean;
   /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
@@ -313,6 +322,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
     webhookMaxAttempts: c.WEBHOOK_MAX_ATTEMPTS,
     webhookConcurrency: c.WEBHOOK_CONCURRENCY,
+    notificationRetryBaseMs: c.NOTIFICATION_RETRY_BASE_MS,
+    notificationMaxAttempts: c.NOTIFICATION_MAX_ATTEMPTS,
+    notificationConcurrency: c.NOTIFICATION_CONCURRENCY,
     trackClicks: c.TRACK_CLICKS,
     clickBotWindowSeconds: c.CLICK_BOT_WINDOW_SECONDS,
     dnsServers: c.DNS_SERVERS ? parseServers(c.DNS_SERVERS) : [],

@@ -2,7 +2,7 @@ import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../he
 import { expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
 import { deliveryRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
-import { purgeDeliveries } from '../../src/webhooks/dispatch';
+import { purgeWebhookBatches } from '../../src/events/retention';
 
 /**
  * The webhook endpoints (issue 11): save/list/details/delete/test/deliveries, each VAL, NF1 for
@@ -248,7 +248,7 @@ describe('retention', () => {
       { user_id: c.id, webhook_id: id, msg_id: 'msg_old_pending', type: 'opened', event_ids: [2], payload: {}, updated_at: old },
       { user_id: c.id, webhook_id: id, msg_id: 'msg_new_done', type: 'opened', event_ids: [3], payload: {}, status: 'failed' },
     ]);
-    await purgeDeliveries(db, 180);
+    await purgeWebhookBatches(db, 180);
     expect((await db('webhook_deliveries').where({ user_id: c.id }).orderBy('id').pluck('msg_id'))).toEqual(['msg_old_pending', 'msg_new_done']);
   });
 });

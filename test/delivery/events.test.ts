@@ -13,7 +13,7 @@ import { runWorker, waitForSend } from '../helpers/worker';
  * worker's outcomes (delivered, deferred, bounced), opens, unsubscribes, the statistics made
  * from them, and account events whose notices the worker mails from the outbox.
  */
-const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', WORKER_POLL_MS: '50' }, 'events');
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', NOTIFICATION_RETRY_BASE_MS: '0', WORKER_POLL_MS: '50' }, 'events');
 let sink: SmtpSink;
 let a: TestAccount;
 let sender: number;

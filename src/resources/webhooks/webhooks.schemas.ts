@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { flag, id, optionalText, text } from '../../http/fields';
 import { EVENT_TYPES } from '../../events/types';
+import { WebhookBatchStatus } from '../../states';
 import { parseWebhookUrl, RefusedTarget } from '../../webhooks/ssrf';
 import { flagValue, intId, timestamp } from '../shared/schemas';
 
@@ -64,7 +65,7 @@ export const deliveryRecord = z.strictObject({
   msg_id: z.string().meta({ description: 'the webhook-id header of every attempt of this batch' }),
   type: z.string(),
   event_ids: z.array(intId()),
-  status: z.enum(['pending', 'delivered', 'failed']),
+  status: z.enum(WebhookBatchStatus),
   http_status: intId().nullable().meta({ description: 'the endpoint’s answer to the last attempt (null: none)' }),
   error: z.string().nullable(),
   attempt: intId(),

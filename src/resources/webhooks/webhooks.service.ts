@@ -7,6 +7,7 @@ import { sendTestEvent } from '../../webhooks/dispatch';
 import { newSecret } from '../../webhooks/signature';
 import { RefusedTarget, resolveTarget } from '../../webhooks/ssrf';
 import { dnsFor } from '../../dns';
+import { WebhookActivity, WebhookBatchStatus, webhookBatchStatus } from '../../states';
 import { deleteById, findOrFail, scoped } from '../shared/crud';
 import type { DeliveryRecord, SaveWebhookInput, WebhookRecord } from './webhooks.schemas';
 
@@ -15,7 +16,9 @@ const DELIVERIES = 'webhook_deliveries';
 const COLUMNS = ['id', 'url', 'event_types', 'description', 'is_active', 'failing_since', 'created_at', 'updated_at'].map(
   (c) => `${WEBHOOKS}.${c}`,
 );
-/** Deliveries shown when no page is asked for: the newest. */
+/** Deleting a webhook gives up its pending batches. */
+const GIVE_UP = webhookBatchStatus.move(WebhookBatchStatus.Queued, WebhookBatchStatus.Failed);
+/** Batches shown when no page is asked for: the newest. */
 const DEFAULT_DELIVERIES = 100;
 
 function liveWebhooks(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
@@ -44,7 +47,7 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
     url: input.url,
     event_types: input.event_types,
     description: input.description ?? '',
-    is_active: input.is_active ?? 1,
+    is_active: input.is_active ?? WebhookActivity.Active,
   };
   if (input.id === undefined) {
     const secret = newSecret();
@@ -61,14 +64,14 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
   await ctx.db.transaction(async (trx) => {
     const current = await liveWebhooks(ctx, trx).where(`${WEBHOOKS}.id`, input.id).forUpdate().first('is_active');
     if (!current) throw notFound1();
-    const turnedOn = current.is_active === 0 && fields.is_active === 1;
+    const turnedOn = current.is_active === WebhookActivity.Inactive && fields.is_active === WebhookActivity.Active;
     await liveWebhooks(ctx, trx)
       .where(`${WEBHOOKS}.id`, input.id)
       .update({ ...fields, ...(turnedOn ? { failing_since: null } : {}), updated_at: trx.fn.now() });
     // Batches waiting out a long backoff go at once: the user says the endpoint works again.
     if (turnedOn) {
       await scoped(ctx, DELIVERIES, trx)
-        .where({ webhook_id: input.id, status: 'pending' })
+        .where({ webhook_id: input.id, status: WebhookBatchStatus.Queued })
         .where('next_attempt_at', '>', trx.fn.now())
         .update({ next_attempt_at: trx.fn.now() });
     }
@@ -92,8 +95,8 @@ export function deleteWebhook(ctx: Ctx, id: number): Promise<void> {
     after: async (trx, ids) => {
       await scoped(ctx, DELIVERIES, trx)
         .whereIn('webhook_id', ids)
-        .where('status', 'pending')
-        .update({ status: 'failed', last_error: 'webhook deleted', updated_at: trx.fn.now() });
+        .whereIn('status', GIVE_UP.from)
+        .update({ status: GIVE_UP.to, last_error: 'webhook deleted', updated_at: trx.fn.now() });
     },
   });
 }
@@ -143,7 +146,7 @@ export async function listDeliveries(ctx: Ctx, id: number, paging?: Paging) {
         http_status: r.last_status as number | null,
         error: r.last_error as string | null,
         attempt: r.attempt as number,
-        next_attempt_at: r.status === 'pending' ? (r.next_attempt_at as string) : null,
+        next_attempt_at: r.status === WebhookBatchStatus.Queued ? (r.next_attempt_at as string) : null,
         created_at: r.created_at as string,
         updated_at: r.updated_at as string,
       }),
