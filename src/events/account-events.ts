@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
+import { queueNotice } from './outbox';
 import { lockAccountEvents } from './record';
 import type { AccountEventType } from './types';
 
@@ -28,12 +29,6 @@ export async function recordAccountEvent(
     const [event] = await trx('events')
       .insert({ user_id: userId, type, data: JSON.stringify({ ...facts, subject: subject.slice(0, 255) }) })
       .returning(['id']);
-    await trx.raw(
-      `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
-       SELECT ?, 'notification', ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
-       FROM notification_recipients WHERE user_id = ?
-       HAVING count(*) > 0`,
-      [userId, event.id, userId],
-    );
+    await queueNotice(trx, userId, event.id);
   });
 }

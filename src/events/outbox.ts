@@ -17,7 +17,7 @@ import { jobStatus } from '../states';
 export type OutboxDeps = SystemMailDeps;
 
 interface NotificationJob {
-  event_id: string;
+  event_id: number;
   payload: { to?: Address[] };
 }
 
@@ -31,7 +31,7 @@ const OUTBOX_JOBS = jobTable({
 });
 
 /** The notification mail of an account event: its subject, and its facts as a table. */
-async function notification(db: Knex, job: { user_id: number; event_id: string }): Promise<{ subject: string; html: string } | undefined> {
+async function notification(db: Knex, job: { user_id: number; event_id: number }): Promise<{ subject: string; html: string } | undefined> {
   const event = await db('events').where({ user_id: job.user_id, id: job.event_id }).first('data');
   if (!event) return undefined;
   const { subject, ...facts } = event.data as Record<string, string | number | null>;
@@ -69,9 +69,25 @@ async function mailNotice(deps: OutboxDeps, job: Claimed<NotificationJob>): Prom
   return { ok: false, error: errors.join('; '), set };
 }
 
+const KIND = 'notification';
+
+/**
+ * Queues the notice of an account event (in the event's transaction): one job naming the
+ * account's notification recipients as they are now, none when it has no recipients.
+ */
+export async function queueNotice(trx: Knex.Transaction, userId: number, eventId: number): Promise<void> {
+  await trx.raw(
+    `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
+     SELECT ?, ?, ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
+     FROM notification_recipients WHERE user_id = ?
+     HAVING count(*) > 0`,
+    [userId, KIND, eventId, userId],
+  );
+}
+
 /** Notification mail (`outbox_jobs` of kind `notification`) on the job runner. */
 export const notifications: JobKind<NotificationJob, OutboxDeps> = {
-  name: 'notification',
+  name: KIND,
   table: OUTBOX_JOBS,
   settings: (config: Config) => ({
     maxAttempts: config.notificationMaxAttempts,

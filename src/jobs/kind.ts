@@ -48,7 +48,7 @@ export async function enqueue<P, D extends JobDeps>(
   db: Knex,
   kind: JobKind<QueuedJob<P>, D>,
   job: { userId: number; payload: P; runAt?: Date; key?: string },
-): Promise<string | undefined> {
+): Promise<number | undefined> {
   if (kind.table !== JOBS) throw new Error(`enqueue: ${kind.name} is not a kind of the jobs table`);
   const { rows } = await db.raw(
     `INSERT INTO jobs (user_id, kind, key, payload, next_attempt_at)
@@ -57,5 +57,5 @@ export async function enqueue<P, D extends JobDeps>(
      RETURNING id`,
     [job.userId, kind.name, job.key ?? null, JSON.stringify(job.payload ?? {}), job.runAt?.toISOString() ?? null],
   );
-  return (rows[0]?.id as string | undefined) ?? undefined;
+  return (rows[0]?.id as number | undefined) ?? undefined;
 }

@@ -41,7 +41,7 @@ export function jobTable(t: Omit<JobTable, 'fence'>): JobTable {
 }
 
 /** A claimed job: its key, the attempt its claim counted, and the columns its table returns. */
-export type Claimed<Row> = Row & { user_id: number; id: string; attempts: number };
+export type Claimed<Row> = Row & { user_id: number; id: number; attempts: number };
 
 /** Columns a job's outcome writes besides the runner's own (a raw expression where it must be). */
 export type Columns = Record<string, Knex.Value | Knex.Raw>;

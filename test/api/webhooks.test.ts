@@ -1,7 +1,7 @@
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
-import { deliveryRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
+import { webhookBatchRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
 import { purgeWebhookBatches } from '../../src/events/retention';
 
 /**
@@ -226,7 +226,7 @@ describe('GET /webhooks/deliveries', () => {
     ]);
     const res = await api(app, a).get(`/webhooks/deliveries?id=${id}`);
     expectSuccess(res);
-    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(deliveryRecord, d));
+    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(webhookBatchRecord, d));
     expect(rows).toMatchObject([
       { webhook_id: id, msg_id: 'msg_2', type: 'opened', event_ids: [13], status: 'pending', http_status: 503, error: 'HTTP 503', attempt: 2 },
       { webhook_id: id, msg_id: 'msg_1', type: 'delivered', event_ids: [11, 12], status: 'delivered', http_status: 200, error: null, attempt: 1, next_attempt_at: null },

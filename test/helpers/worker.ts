@@ -6,8 +6,8 @@ import { createLogger } from '../../src/logger';
 import { waitFor } from './wait';
 
 /**
- * The delivery worker as production runs it (its two loops, pipelined sending), started for a
- * test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
+ * The worker as production runs it (every loop src/delivery/worker.ts lists, pipelined sending),
+ * started for a test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
  * a private round of their own.
  */
 export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer }): { worker: () => Worker } {

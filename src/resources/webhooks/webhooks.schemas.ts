@@ -59,7 +59,7 @@ export const createdWebhook = z.strictObject({
   secret: z.string().meta({ description: 'whsec_… — shown only here; verify signatures with it', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
 });
 
-export const deliveryRecord = z.strictObject({
+export const webhookBatchRecord = z.strictObject({
   id: intId(),
   webhook_id: intId(),
   msg_id: z.string().meta({ description: 'the webhook-id header of every attempt of this batch' }),
@@ -73,7 +73,7 @@ export const deliveryRecord = z.strictObject({
   created_at: timestamp(),
   updated_at: timestamp(),
 });
-export type DeliveryRecord = z.infer<typeof deliveryRecord>;
+export type WebhookBatchRecord = z.infer<typeof webhookBatchRecord>;
 
 export const testResult = z.strictObject({
   status: intId().nullable().meta({ description: 'the endpoint’s HTTP status (null: no answer)' }),
