@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import { notifications } from '../events/outbox';
+import { notifications } from '../events/notification-mail';
 import { purgeExpired } from '../events/retention';
 import { runDueJobs, type JobKind } from '../jobs/runner';
 import { runWebhooks } from '../webhooks/dispatch';
@@ -45,7 +45,7 @@ interface Loop {
  * - `sending`: claims recipient rows, renders, sends and records them (src/delivery/sender.ts);
  * - `webhooks`: batches new events for webhook endpoints and sends due webhook batches
  *   (src/webhooks/dispatch.ts; batches are jobs of the job runner, src/jobs);
- * - `notifications`: mails the outbox's notices (src/events/outbox.ts, on the job runner);
+ * - `notifications`: mails account events' notices (src/events/notification-mail.ts, on the job runner);
  * - one loop per kind of the `jobs` table (JOB_KINDS, on the job runner);
  * - `retention`: deletes what is past its retention, hourly (src/events/retention.ts);
  * - `bounce mailbox`: follows BOUNCE_IMAP_URL when it is set, on a connection and loop of its own

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
-import { queueNotice } from './outbox';
+import { queueNotice } from './notification-mail';
 import { lockAccountEvents } from './record';
 import type { AccountEventType } from './types';
 
@@ -13,7 +13,7 @@ export interface EventDeps {
 export type Facts = Record<string, string | number | null>;
 
 /**
- * Records an account event and queues its notification mail for the worker (src/events/outbox.ts):
+ * Records an account event and queues its notification mail for the worker (src/events/notification-mail.ts):
  * one `outbox_jobs` row naming the account's notification recipients as they are now. The caller
  * (often an API request) does not wait for SMTP. `data` holds the facts and the mail's subject.
  */

@@ -149,6 +149,16 @@ describe('retries', () => {
     expect(calls).toBe(3);
   });
 
+  it('spreads the retries of jobs that failed together (jitter)', async () => {
+    const k = kind(async () => ({ ok: false, error: 'down' }), { settings: { concurrency: 20 } });
+    for (let i = 0; i < 20; i += 1) await enqueue(db, k, { userId: a.id, payload: { i } });
+    expect(await runDueJobs(k, deps)).toBe(20);
+    const { rows: due } = await db.raw('SELECT count(DISTINCT next_attempt_at)::int AS n, extract(epoch FROM max(next_attempt_at) - min(next_attempt_at)) AS spread FROM jobs WHERE kind = ?', [k.name]);
+    expect(due[0].n).toBeGreaterThan(10);
+    expect(Number(due[0].spread)).toBeGreaterThan(1);
+    expect(Number(due[0].spread)).toBeLessThan(16);
+  });
+
   it('fails a permanent failure at once, keeping the columns the outcome set', async () => {
     const k = kind(async () => ({ ok: false, permanent: true, error: 'no such send', set: { payload: JSON.stringify({ reason: 'gone' }) } }));
     await enqueue(db, k, { userId: a.id, payload: { send: 9 } });

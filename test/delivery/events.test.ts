@@ -11,7 +11,7 @@ import { runWorker, waitForSend } from '../helpers/worker';
 /**
  * Every fact recorded once (src/events/record.ts), against what a real SMTP server saw: the
  * worker's outcomes (delivered, deferred, bounced), opens, unsubscribes, the statistics made
- * from them, and account events whose notices the worker mails from the outbox.
+ * from them, and account events whose notices the worker mails (src/events/notification-mail.ts).
  */
 const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', NOTIFICATION_RETRY_BASE_MS: '0', WORKER_POLL_MS: '50' }, 'events');
 let sink: SmtpSink;

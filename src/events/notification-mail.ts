@@ -8,13 +8,14 @@ import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../mail/sys
 import { jobStatus } from '../states';
 
 /**
- * The outbox: notification mail that must not be sent inside a request waits in `outbox_jobs`
- * (written in the transaction of the account event it reports, src/events/account-events.ts)
- * and is mailed by the worker's notifications loop, on the job runner (src/jobs): claimed with
- * `FOR UPDATE SKIP LOCKED` under a lease, fenced by its attempt number, retried with backoff
+ * Notification mail: the notice of an account event to the account's notification recipients
+ * must not be sent inside a request, so it waits as a job in `outbox_jobs` (written in the
+ * transaction of the event it reports, src/events/account-events.ts) and is mailed by the
+ * worker's notifications loop, on the job runner (src/jobs): claimed with `FOR UPDATE SKIP
+ * LOCKED` under a lease, fenced by its attempt number, retried with backoff
  * (NOTIFICATION_RETRY_BASE_MS, NOTIFICATION_MAX_ATTEMPTS), done or failed.
  */
-export type OutboxDeps = SystemMailDeps;
+export type NotificationDeps = SystemMailDeps;
 
 interface NotificationJob {
   event_id: number;
@@ -47,7 +48,7 @@ async function notification(db: Knex, job: { user_id: number; event_id: number }
  * next attempt; those mailed are counted and never mailed again. An event that is gone (purged)
  * leaves nothing to mail: the job is done.
  */
-async function mailNotice(deps: OutboxDeps, job: Claimed<NotificationJob>): Promise<Outcome> {
+async function mailNotice(deps: NotificationDeps, job: Claimed<NotificationJob>): Promise<Outcome> {
   const mail = await notification(deps.db, job);
   const to = mail ? (job.payload.to ?? []) : [];
   const failed: Address[] = [];
@@ -86,7 +87,7 @@ export async function queueNotice(trx: Knex.Transaction, userId: number, eventId
 }
 
 /** Notification mail (`outbox_jobs` of kind `notification`) on the job runner. */
-export const notifications: JobKind<NotificationJob, OutboxDeps> = {
+export const notifications: JobKind<NotificationJob, NotificationDeps> = {
   name: KIND,
   table: OUTBOX_JOBS,
   settings: (config: Config) => ({
