@@ -12,22 +12,16 @@ import type { Knex } from 'knex';
  * templates and unsubscribe_groups are small; bounce_reports is bounded by BOUNCE_RETENTION_DAYS,
  * and its check is one regular expression per row.
  */
-const CHECKS: Array<{ table: string; name: string; check: string }> = [
-  // 1 the blank canvas, 0 a designed template
-  { table: 'templates', name: 'templates_is_blank_check', check: 'is_blank IN (0, 1)' },
-  // 1 shown on the unsubscribe preferences page, 0 not shown there
-  { table: 'unsubscribe_groups', name: 'unsubscribe_groups_is_display_check', check: 'is_display IN (0, 1)' },
-  { table: 'bounce_reports', name: 'bounce_reports_status_check', check: `status ~ '^[245]\\.[0-9]{1,3}\\.[0-9]{1,3}$'` },
-];
-
 export async function up(knex: Knex): Promise<void> {
-  for (const c of CHECKS) {
-    await knex.raw(`ALTER TABLE ?? ADD CONSTRAINT ?? CHECK (${c.check})`, [c.table, c.name]);
-  }
+  // 1 the blank canvas, 0 a designed template
+  await knex.raw('ALTER TABLE templates ADD CONSTRAINT templates_is_blank_check CHECK (is_blank IN (0, 1))');
+  // 1 shown on the unsubscribe preferences page, 0 not shown there
+  await knex.raw('ALTER TABLE unsubscribe_groups ADD CONSTRAINT unsubscribe_groups_is_display_check CHECK (is_display IN (0, 1))');
+  await knex.raw(`ALTER TABLE bounce_reports ADD CONSTRAINT bounce_reports_status_check CHECK (status ~ '^[245]\\.[0-9]{1,3}\\.[0-9]{1,3}$')`);
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const c of [...CHECKS].reverse()) {
-    await knex.raw('ALTER TABLE ?? DROP CONSTRAINT ??', [c.table, c.name]);
-  }
+  await knex.raw('ALTER TABLE bounce_reports DROP CONSTRAINT bounce_reports_status_check');
+  await knex.raw('ALTER TABLE unsubscribe_groups DROP CONSTRAINT unsubscribe_groups_is_display_check');
+  await knex.raw('ALTER TABLE templates DROP CONSTRAINT templates_is_blank_check');
 }
