@@ -164,6 +164,12 @@ const settings = {
   webhookMaxAttempts: setting('WEBHOOK_MAX_ATTEMPTS', intIn(1, 100).default(13)),
   /** Webhook requests in flight per worker process. */
   webhookConcurrency: setting('WEBHOOK_CONCURRENCY', intIn(1, 1000).default(10)),
+  /** First retry delay of a notice the SMTP server refused for now; doubles per attempt (capped at 6 h). */
+  notificationRetryBaseMs: setting('NOTIFICATION_RETRY_BASE_MS', intIn(0, 86_400_000).default(60_000)),
+  /** Attempts of a notice before it is given up. */
+  notificationMaxAttempts: setting('NOTIFICATION_MAX_ATTEMPTS', intIn(1, 100).default(8)),
+  /** Notices one worker process mails side by side. */
+  notificationConcurrency: setting('NOTIFICATION_CONCURRENCY', intIn(1, 100).default(5)),
   /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
   trackClicks: setting('TRACK_CLICKS', flag.default(true)),
   /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
+import { queueNotice } from './notification-mail';
 import { lockAccountEvents } from './record';
 import type { AccountEventType } from './types';
 
@@ -18,7 +19,7 @@ export interface AccountEventOf {
 }
 
 /**
- * Records an account event and queues its notification mail for the worker (src/events/outbox.ts):
+ * Records an account event and queues its notification mail for the worker (src/events/notification-mail.ts):
  * one `outbox_jobs` row naming the account's notification recipients as they are now. The caller
  * (often an API request) does not wait for SMTP. `data` holds the facts and the mail's subject;
  * `of` the send or automation it is about, so `GET /events?single_send_utr=` (and webhooks'
@@ -43,12 +44,6 @@ export async function recordAccountEvent(
         data: JSON.stringify({ ...facts, subject: subject.slice(0, 255) }),
       })
       .returning(['id']);
-    await trx.raw(
-      `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
-       SELECT ?, 'notification', ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
-       FROM notification_recipients WHERE user_id = ?
-       HAVING count(*) > 0`,
-      [userId, event.id, userId],
-    );
+    await queueNotice(trx, userId, event.id);
   });
 }

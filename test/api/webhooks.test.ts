@@ -1,8 +1,8 @@
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
-import { deliveryRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
-import { purgeDeliveries } from '../../src/webhooks/dispatch';
+import { webhookBatchRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
+import { purgeWebhookBatches } from '../../src/events/retention';
 
 /**
  * The webhook endpoints (issue 11): save/list/details/delete/test/deliveries, each VAL, NF1 for
@@ -252,7 +252,7 @@ describe('GET /webhooks/deliveries', () => {
     ]);
     const res = await api(app, a).get(`/webhooks/deliveries?id=${id}`);
     expectSuccess(res);
-    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(deliveryRecord, d));
+    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(webhookBatchRecord, d));
     expect(rows).toMatchObject([
       { webhook_id: id, msg_id: 'msg_2', type: 'opened', event_ids: [13], status: 'pending', http_status: 503, error: 'HTTP 503', attempt: 2 },
       { webhook_id: id, msg_id: 'msg_1', type: 'delivered', event_ids: [11, 12], status: 'delivered', http_status: 200, error: null, attempt: 1, next_attempt_at: null },
@@ -274,7 +274,7 @@ describe('retention', () => {
       { user_id: c.id, webhook_id: id, msg_id: 'msg_old_pending', type: 'opened', event_ids: [2], payload: {}, updated_at: old },
       { user_id: c.id, webhook_id: id, msg_id: 'msg_new_done', type: 'opened', event_ids: [3], payload: {}, status: 'failed' },
     ]);
-    await purgeDeliveries(db, 180);
+    await purgeWebhookBatches(db, 180);
     expect((await db('webhook_deliveries').where({ user_id: c.id }).orderBy('id').pluck('msg_id'))).toEqual(['msg_old_pending', 'msg_new_done']);
   });
 });

@@ -11,9 +11,9 @@ import { setupDelivery, waitForSend } from '../helpers/worker';
 /**
  * Every fact recorded once (src/events/record.ts), against what a real SMTP server saw: the
  * worker's outcomes (delivered, deferred, bounced), opens, unsubscribes, the statistics made
- * from them, and account events whose notices the worker mails from the outbox.
+ * from them, and account events whose notices the worker mails (src/events/notification-mail.ts).
  */
-const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', WORKER_POLL_MS: '50' }, 'events');
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', NOTIFICATION_RETRY_BASE_MS: '0', WORKER_POLL_MS: '50' }, 'events');
 // A long socket timeout: a notice held by the sink stays held until the test lets it go.
 const rig = setupDelivery({ config, db }, { socketTimeoutMs: 600_000 });
 let sink: SmtpSink;

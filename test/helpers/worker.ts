@@ -9,9 +9,9 @@ import { startSmtpSink, type SmtpSink } from './smtp';
 import { waitFor } from './wait';
 
 /**
- * The delivery worker as production runs it (every loop it has: sending, the outbox, webhooks,
- * housekeeping…), started for a test file and stopped after it. Tests wait on what it does
- * (waitForSend, waitFor), never on a private round of their own.
+ * The worker as production runs it (every loop src/delivery/worker.ts lists, pipelined sending),
+ * started for a test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
+ * a private round of their own.
  */
 export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer }): { worker: () => Worker } {
   let worker: Worker | undefined;
