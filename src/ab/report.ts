@@ -85,12 +85,13 @@ export async function abReport(
   return { ab, links: await designLinks(db, userId, loaded.rows.map((r) => r.id)) };
 }
 
-/** A design test's links as the send's: every variation's, added up by URL, in the order they were first registered. */
+/** A design test's links as the send's: every variation's, added up by URL, in variation order (A's first), then as each design has them. */
 async function designLinks(db: Knex, userId: number, variationIds: number[]): Promise<LinkCounts[]> {
-  return (await db('tracked_links')
-    .where('user_id', userId)
-    .whereIn('ab_variation_id', variationIds)
-    .groupBy('url')
-    .orderByRaw('min(id)')
-    .select('url', db.raw('sum(unique_clicks)::int AS unique_clicks'), db.raw('sum(total_clicks)::int AS total_clicks'))) as LinkCounts[];
+  return (await db('tracked_links as l')
+    .join('single_send_variations as v', (j) => j.on('v.id', 'l.ab_variation_id').andOn('v.user_id', 'l.user_id'))
+    .where('l.user_id', userId)
+    .whereIn('l.ab_variation_id', variationIds)
+    .groupBy('l.url')
+    .orderByRaw('min(v.idx), min(l.id)')
+    .select('l.url', db.raw('sum(l.unique_clicks)::int AS unique_clicks'), db.raw('sum(l.total_clicks)::int AS total_clicks'))) as LinkCounts[];
 }
