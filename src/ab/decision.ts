@@ -91,18 +91,23 @@ async function applyDecision(
  * confidence, else the inconclusive rule applies — the leader, the original, or wait for a
  * person. A test no longer testing (a person decided, its send was deleted) is left as it is.
  */
-export async function decideOnEvidence(trx: Knex.Transaction, userId: number, singleSendId: number): Promise<'decided' | 'waiting' | 'skipped'> {
+export async function decideOnEvidence(
+  trx: Knex.Transaction,
+  userId: number,
+  singleSendId: number,
+): Promise<{ outcome: 'decided' | 'waiting' | 'skipped'; released?: number; releaseMs?: number }> {
   const test = await lockTest(trx, userId, singleSendId);
-  if (!test || test.status !== AbStatus.Testing || test.deleted_at !== null) return 'skipped';
+  if (!test || test.status !== AbStatus.Testing || test.deleted_at !== null) return { outcome: 'skipped' };
   const loaded = await loadVariations(trx, userId, singleSendId, test.winner_criteria);
   const verdict = decide(loaded.arms, Number(test.confidence), test.if_inconclusive);
   if (verdict.winner === null) {
     await trx('ab_tests').where({ user_id: userId, single_send_id: singleSendId }).update({ status: WAIT.to, updated_at: trx.fn.now() });
-    return 'waiting';
+    return { outcome: 'waiting' };
   }
   const results = await describeVariations(trx, userId, test.type, loaded, verdict.posteriors);
-  await applyDecision(trx, test, verdict.winner, verdict.decidedBy!, results, loaded.rows.map((r) => r.id));
-  return 'decided';
+  const started = Date.now();
+  const released = await applyDecision(trx, test, verdict.winner, verdict.decidedBy!, results, loaded.rows.map((r) => r.id));
+  return { outcome: 'decided', released, releaseMs: Date.now() - started };
 }
 
 /** A person's pick, while the test runs (ending it early) or waits. Returns false when it is no longer open to a pick. */
@@ -127,8 +132,8 @@ export const abDecision = defineJob<{ singleSendId: number }>({
     concurrency: 2,
   }),
   handle: async ({ db, logger }: JobDeps, job) => {
-    const outcome = await decideOnEvidence(db as Knex.Transaction, job.user_id, job.payload.singleSendId);
-    logger.info({ singleSend: job.payload.singleSendId, outcome }, 'A/B test decided on its evidence');
+    const decided = await decideOnEvidence(db as Knex.Transaction, job.user_id, job.payload.singleSendId);
+    logger.info({ singleSend: job.payload.singleSendId, ...decided }, 'A/B test decided on its evidence');
     return { ok: true };
   },
 });
