@@ -24,7 +24,7 @@ export interface Running {
 
 /** Migrations and idempotent seeds: what `herald serve` does before it listens. */
 export async function prepareDatabase(db: Knex, logger: Logger): Promise<void> {
-  const ran = await migrateLatest(db);
+  const ran = await migrateLatest(db, logger);
   if (ran.length) logger.info({ migrations: ran }, 'migrations applied');
   await runSeeds(db);
 }

@@ -28,12 +28,13 @@ export async function recordAccountEvent(
     const [event] = await trx('events')
       .insert({ user_id: userId, type, data: JSON.stringify({ ...facts, subject: subject.slice(0, 255) }) })
       .returning(['id']);
-    await trx.raw(
-      `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
-       SELECT ?, 'notification', ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
+    // Read, then insert (not INSERT … SELECT): on Citus both statements then run on the account's node.
+    const { rows } = await trx.raw(
+      `SELECT jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id)) AS payload
        FROM notification_recipients WHERE user_id = ?
        HAVING count(*) > 0`,
-      [userId, event.id, userId],
+      [userId],
     );
+    if (rows.length) await trx('outbox_jobs').insert({ user_id: userId, kind: 'notification', event_id: event.id, payload: rows[0].payload });
   });
 }
