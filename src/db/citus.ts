@@ -258,9 +258,8 @@ export async function distributeNewTable(knex: Knex, table: string): Promise<voi
     return;
   }
   const r = await knex.raw(
-    `SELECT p.logicalrelid::regclass::text AS anchor FROM pg_dist_partition p
-     JOIN pg_class c ON c.oid = p.logicalrelid JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
-     WHERE p.partmethod = 'h' AND column_to_column_name(p.logicalrelid, p.partkey) = ? ORDER BY c.relname LIMIT 1`,
+    `SELECT logicalrelid::regclass::text AS anchor FROM pg_dist_partition
+     WHERE partmethod = 'h' AND column_to_column_name(logicalrelid, partkey) = ? ORDER BY colocationid, logicalrelid LIMIT 1`,
     [DISTRIBUTION_COLUMN],
   );
   const anchor = (r.rows as Array<{ anchor: string }>)[0]?.anchor ?? 'none';
