@@ -6,9 +6,11 @@ set -euo pipefail
 
 BIN=$(overlay_bin)
 left=""
+stopped=0
 for port in $CITUS_ALL_PORTS; do
   data="$RUN_DIR/$port/data"
   [ -f "$data/postmaster.pid" ] || continue
+  stopped=1
   pid=$(head -1 "$data/postmaster.pid")
   if [ -x "$BIN/pg_ctl" ]; then as_node_user "$BIN/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 || true; fi
   # A postmaster whose pg_ctl is gone (the cache was deleted): stop it by its own pid, from its pid file.
@@ -20,4 +22,4 @@ for port in $CITUS_ALL_PORTS; do
 done
 [ -z "$left" ] || die "nodes still running on port(s)$left"
 rm -rf "$RUN_DIR"
-note "cluster on $CITUS_ALL_PORTS stopped"
+[ "$stopped" = 0 ] || note "cluster on $CITUS_ALL_PORTS stopped"
