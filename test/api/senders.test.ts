@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import request from 'supertest';
 import { isCitus } from '../../src/db/citus';
@@ -682,6 +682,16 @@ describe('GET /senders/verify/<token> (public page)', () => {
       expect(res.status).toBe(404);
       expect(res.text).toContain('This verification link is invalid or has expired.');
     }
+  });
+
+  it('opens a link mailed before links named their account (the token alone), once', async () => {
+    const s = await save(a);
+    const legacy = randomBytes(32).toString('base64url');
+    await db('senders').where({ id: s.id, user_id: a.id }).update({ verify_token_hash: createHash('sha256').update(legacy).digest() });
+    expect((await request(app).head(`/senders/verify/${legacy}`)).status).toBe(200);
+    expect((await openLink(legacy)).status).toBe(200);
+    expect(await details(a, s.id)).toMatchObject({ is_verified: 1 });
+    expect((await openLink(legacy)).status).toBe(404);
   });
 
   it('a HEAD request (link checker) does not use the link up', async () => {
