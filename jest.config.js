@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // test/citus needs a Citus cluster: `npm run test:citus` runs it (test/citus/jest.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '/test/citus/'],
   transform: {
     '^.+\\.ts$': [
       '@swc/jest',

@@ -144,17 +144,20 @@ async function fill(trx: Knex.Transaction): Promise<void> {
   await stage(trx);
   await insertMissing(trx);
   await syncSequences(trx);
-  // Fresh statistics, so the first filtered requests get index plans rather than guesses.
-  await trx.raw('ANALYZE countries, states, cities');
 }
 
 export async function seed(knex: Knex): Promise<void> {
   if (await isUpToDate(knex)) return;
-  await knex.transaction(async (trx) => {
+  const filled = await knex.transaction(async (trx) => {
     // Two servers starting together: the second waits here, then finds the work done.
     await trx.raw('LOCK TABLE countries, states, cities IN SHARE ROW EXCLUSIVE MODE');
-    if (await isUpToDate(trx)) return;
+    if (await isUpToDate(trx)) return false;
     await fill(trx);
     await recordFingerprint(trx);
+    return true;
   });
+  // Fresh statistics, so the first filtered requests get index plans rather than guesses. After
+  // the commit: on Citus these are reference tables, and ANALYZE cannot follow writes to them
+  // in one transaction.
+  if (filled) await knex.raw('ANALYZE countries, states, cities');
 }

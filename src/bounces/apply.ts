@@ -55,17 +55,21 @@ async function findRows(db: Knex, key: Buffer, outcomes: Outcome[]): Promise<Arr
   const keys = lookups.flatMap((l) => (l?.by === 'key' ? [{ id: l.ref.deliveryId, user_id: l.ref.userId }] : []));
   const legacy = lookups.flatMap((l) => (l?.by === 'legacy' ? [l.token] : []));
   if (keys.length === 0 && legacy.length === 0) return outcomes.map(() => undefined);
-  const { rows } = await db.raw(
-    `SELECT ${ROW_COLUMNS}
-     FROM deliveries d JOIN json_to_recordset(?::json) AS v(id bigint, user_id integer) ON d.id = v.id AND d.user_id = v.user_id
-     UNION ALL
-     SELECT ${ROW_COLUMNS}
-     FROM deliveries d WHERE d.token = ANY (?::text[])`,
-    [JSON.stringify(keys), legacy],
-  );
+  // One statement per account named (a batch rarely names many): each reads one account's rows,
+  // on one node on Citus. Tokens of rows written before signed tokens name no account; they are
+  // looked up by the token alone, only when there are any.
+  const accounts = new Map<number, number[]>();
+  for (const k of keys) accounts.set(k.user_id, [...(accounts.get(k.user_id) ?? []), k.id]);
+  const found = await Promise.all([
+    ...[...accounts].map(([userId, ids]) =>
+      db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.user_id = ? AND d.id = ANY (?::bigint[])`, [userId, ids]),
+    ),
+    ...(legacy.length ? [db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.token = ANY (?::text[])`, [legacy])] : []),
+  ]);
+  const rows = found.flatMap((r) => r.rows as Row[]);
   const byKey = new Map<string, Row>();
   const byToken = new Map<string, Row>();
-  for (const r of rows as Row[]) {
+  for (const r of rows) {
     byKey.set(`${r.id}:${r.user_id}`, r);
     if (r.token) byToken.set(r.token, r);
   }

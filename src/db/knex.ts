@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import type { Logger } from '../logger';
+import { restoreConstraintName } from './citus';
 import { installTypeParsers } from './types';
 
 export interface DbOptions {
@@ -10,6 +11,8 @@ export interface DbOptions {
   applicationName?: string;
   /** Where knex's own warnings go (connection errors, …); they print to stdout otherwise. */
   logger?: Logger;
+  /** More settings for every session (`-c name=value`). */
+  settings?: Record<string, string>;
 }
 
 /**
@@ -21,7 +24,8 @@ export function createDb(opts: DbOptions): Knex {
   installTypeParsers();
   const options = ['-c TimeZone=UTC'];
   if (opts.queryTimeoutMs) options.push(`-c statement_timeout=${opts.queryTimeoutMs}`);
-  return knexFactory({
+  for (const [name, value] of Object.entries(opts.settings ?? {})) options.push(`-c ${name}=${value}`);
+  const knex = knexFactory({
     client: 'pg',
     connection: {
       connectionString: opts.url,
@@ -38,6 +42,8 @@ export function createDb(opts: DbOptions): Knex {
     acquireConnectionTimeout: 5000,
     log: opts.logger ? knexLog(opts.logger) : undefined,
   });
+  knex.on('query-error', restoreConstraintName);
+  return knex;
 }
 
 /** knex's log hooks on pino: JSON lines like everything else, not console.log stack dumps. */

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
+import type { Logger } from '../logger';
 import { ROOT } from '../paths';
+import { distributeTables, isCitus } from './citus';
 
 interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -43,8 +45,12 @@ export function migrationConfig(): Knex.MigratorConfig {
   return { migrationSource: new FolderMigrationSource(migrationsDir()), tableName: 'knex_migrations' };
 }
 
-/** Applies pending migrations; returns the names it ran. */
-export async function migrateLatest(db: Knex): Promise<string[]> {
+/**
+ * Applies pending migrations; returns the names it ran. On Citus, then distributes the tables
+ * that are not yet (src/db/citus.ts): all of them on a new database, a new table after an upgrade.
+ */
+export async function migrateLatest(db: Knex, logger?: Logger): Promise<string[]> {
   const [, ran] = (await db.migrate.latest(migrationConfig())) as [number, string[]];
+  if (await isCitus(db)) await distributeTables(db, logger);
   return ran;
 }

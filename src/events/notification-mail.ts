@@ -77,13 +77,14 @@ const KIND = 'notification';
  * account's notification recipients as they are now, none when it has no recipients.
  */
 export async function queueNotice(trx: Knex.Transaction, userId: number, eventId: number): Promise<void> {
-  await trx.raw(
-    `INSERT INTO outbox_jobs (user_id, kind, event_id, payload)
-     SELECT ?, ?, ?, jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id))
+  // Read, then insert (not INSERT … SELECT): on Citus both statements then run on the account's node.
+  const { rows } = await trx.raw(
+    `SELECT jsonb_build_object('to', jsonb_agg(jsonb_build_object('name', email_owner, 'email', email_address) ORDER BY id)) AS payload
      FROM notification_recipients WHERE user_id = ?
      HAVING count(*) > 0`,
-    [userId, KIND, eventId, userId],
+    [userId],
   );
+  if (rows.length) await trx('outbox_jobs').insert({ user_id: userId, kind: KIND, event_id: eventId, payload: rows[0].payload });
 }
 
 /** Notification mail (`outbox_jobs` of kind `notification`) on the job runner. */

@@ -50,12 +50,15 @@ export function purgeBounceReports(db: Knex, days: number, slice = 10_000): Prom
   return deleteOlder(db, 'bounce_reports', 'created_at', days, slice);
 }
 
-/** Deletes the rows older than `days` by `column`, `slice` rows per statement. */
+/**
+ * Deletes the rows older than `days` by `column`, `slice` rows per statement, named by their
+ * primary key (id, user_id): Citus cannot plan a DELETE by ctid (a row's ctid is its shard's).
+ */
 async function deleteOlder(db: Knex, table: 'events' | 'bounce_reports', column: string, days: number, slice: number): Promise<number> {
   let total = 0;
   for (;;) {
     const { rowCount } = await db.raw(
-      `DELETE FROM ?? WHERE ctid = ANY (ARRAY(SELECT ctid FROM ?? WHERE ?? < now() - ? * interval '1 day' LIMIT ?))`,
+      `DELETE FROM ?? WHERE (id, user_id) IN (SELECT id, user_id FROM ?? WHERE ?? < now() - ? * interval '1 day' LIMIT ?)`,
       [table, table, column, days, slice],
     );
     total += rowCount ?? 0;

@@ -15,7 +15,7 @@ export function mountDesignView(app: Express, deps: Deps): void {
       const row = isUtr(utr)
         ? await deps.db('automation_schedules as s')
             .join('templates as t', 't.id', 's.template_id')
-            .join('automations as a', 'a.id', 's.automation_id')
+            .join('automations as a', (j) => j.on('a.id', 's.automation_id').andOn('a.user_id', 's.user_id'))
             .where('s.utr', utr.toLowerCase())
             .whereNull('s.deleted_at')
             .whereNull('a.deleted_at')

@@ -3,8 +3,8 @@ import type { Deps } from '../context';
 import { confirmSender, isCurrentToken } from '../resources/senders/senders.service';
 import { escapeHtml, sendPage } from './page';
 
-/** Our tokens are 43 base64url characters; anything else is not worth a query. */
-const TOKEN = /^[A-Za-z0-9_-]{32,200}$/;
+/** Our tokens are an account id, a dot and 43 base64url characters (older ones: those alone); anything else is not worth a query. */
+const TOKEN = /^(\d{1,10}\.)?[A-Za-z0-9_-]{32,200}$/;
 
 const INVALID_TITLE = 'Invalid link';
 const INVALID_BODY = '<h1>Invalid link</h1><p>This verification link is invalid or has expired.</p>';

@@ -130,16 +130,20 @@ export interface Suppression {
  */
 export async function softBounceCounts(db: Knex, days: number, addresses: Array<{ userId: number; email: string }>): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
-  if (addresses.length === 0) return counts;
-  const { rows } = await db.raw(
-    `SELECT v.user_id, v.email,
-            (SELECT count(*) FROM events e
-             WHERE e.user_id = v.user_id AND e.email = v.email AND e.type = 'bounced' AND e.data->>'kind' = 'soft'
-               AND e.occurred_at > now() - ? * interval '1 day')::int AS n
-     FROM (SELECT DISTINCT user_id, lower(email) AS email FROM json_to_recordset(?::json) AS x(user_id integer, email text)) v`,
-    [days, JSON.stringify(addresses.map((a) => ({ user_id: a.userId, email: a.email })))],
-  );
-  for (const r of rows as Array<{ user_id: number; email: string; n: number }>) counts.set(`${r.user_id}:${r.email}`, r.n);
+  const byAccount = new Map<number, Set<string>>();
+  for (const a of addresses) byAccount.set(a.userId, (byAccount.get(a.userId) ?? new Set()).add(a.email.toLowerCase()));
+  // One statement per account (a batch rarely spans many): on Citus each reads one node.
+  for (const [userId, emails] of [...byAccount].sort((x, y) => x[0] - y[0])) {
+    const { rows } = await db.raw(
+      `SELECT email, count(*)::int AS n FROM events
+       WHERE user_id = ? AND email = ANY (?::text[]) AND type = 'bounced' AND data->>'kind' = 'soft'
+         AND occurred_at > now() - ? * interval '1 day'
+       GROUP BY email`,
+      [userId, [...emails], days],
+    );
+    for (const email of emails) counts.set(`${userId}:${email}`, 0);
+    for (const r of rows as Array<{ email: string; n: number }>) counts.set(`${userId}:${r.email}`, r.n);
+  }
   return counts;
 }
 

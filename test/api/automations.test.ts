@@ -449,13 +449,19 @@ describe('GET /automations/pause', () => {
     ]);
     // The database refuses this automation's next event (only its own: other files share the database).
     await db.raw(`CREATE FUNCTION herald_test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
-    await db.raw(`CREATE TRIGGER herald_test_refuse_event BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.data->>'utr' = '${utr}') EXECUTE FUNCTION herald_test_refuse_event()`);
+    // On Citus (test:citus) a trigger goes to the shards only when declared safe; plain PostgreSQL ignores the setting.
+    const unsafeTriggers = (sql: string) =>
+      db.transaction(async (trx) => {
+        await trx.raw('SET LOCAL citus.enable_unsafe_triggers = on');
+        await trx.raw(sql);
+      });
+    await unsafeTriggers(`CREATE TRIGGER herald_test_refuse_event BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.data->>'utr' = '${utr}') EXECUTE FUNCTION herald_test_refuse_event()`);
     try {
       const res = await api(app, a).get(`/automations/set-live?utr=${utr}`);
       expect(res.status).toBe(500);
       expect(res.body.status).toBe('failed');
     } finally {
-      await db.raw('DROP TRIGGER herald_test_refuse_event ON events');
+      await unsafeTriggers('DROP TRIGGER herald_test_refuse_event ON events');
       await db.raw('DROP FUNCTION herald_test_refuse_event()');
     }
     expect((await details(a, utr)).status).toBe(2);

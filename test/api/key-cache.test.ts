@@ -133,7 +133,7 @@ describe('without its listening session', () => {
     const a = await makeAccount(db, 'Outage');
     expect(await statusOf(a.headers)).toBe(200);
     const pid = keys.sessionPid!;
-    await db.raw('SELECT pg_terminate_backend(?)', [pid]);
+    await db.raw('SELECT pg_terminate_backend(?::int)', [pid]); // ::int: Citus adds a pg_terminate_backend(bigint, …) of its own
     await until('the cache to notice', () => !keys.active);
     // Every request asks the database meanwhile, and a rotation in the gap is honoured.
     expect(await keyLookups(async () => expect(await statusOf(a.headers)).toBe(200))).toBe(1);

@@ -1,3 +1,4 @@
+import { GLOBAL_TABLES, REFERENCE_TABLES } from '../../src/db/citus';
 import { makeAccount, setupApp } from '../helpers/app';
 import { makeContactType, makeContacts } from '../helpers/fixtures';
 
@@ -8,19 +9,10 @@ import { makeContactType, makeContacts } from '../helpers/fixtures';
  *
  * A tenant table is any table with a `user_id` column. Its primary key and every unique
  * index include `user_id`, the column is NOT NULL, and a foreign key to another tenant
- * table carries `user_id` on both sides. Reference tables (shared by every account) are
- * named below; they must not have a `user_id` column.
+ * table carries `user_id` on both sides. Reference tables (shared by every account) must not
+ * have a `user_id` column. Reference tables and the tables that belong to no account are named
+ * once, in src/db/citus.ts, which distributes the schema by these rules on Citus.
  */
-const REFERENCE_TABLES = ['countries', 'states', 'cities', 'templates', 'reserved_fields'];
-/**
- * Tables that belong to no account: the accounts themselves (the distribution root), migrations, the global send budget,
- * the installation's own secrets (herald_secrets: the key that signs every account's tracking links), its bounce
- * mailbox's read position (bounce_mailboxes), and DKIM keys (dkim_keys: per signing domain — a selector is unique
- * per domain whichever account sends as it, and the key of MAIL_FROM's domain belongs to no account), and the tokens of
- * signed ESP webhook requests already received (esp_replay_tokens: the installation's ESP account, not one of Herald's).
- */
-const GLOBAL_TABLES = ['accounts', 'knex_migrations', 'knex_migrations_lock', 'send_budget', 'herald_secrets', 'bounce_mailboxes', 'dkim_keys', 'esp_replay_tokens'];
-
 const { db } = setupApp();
 
 async function tables(): Promise<Array<{ name: string; hasUserId: boolean; userIdNullable: boolean }>> {

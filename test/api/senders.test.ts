@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import request from 'supertest';
 import { createApp } from '../../src/app';
+import { isCitus } from '../../src/db/citus';
 import { createLogger } from '../../src/logger';
 import { MailError, outboxMailer } from '../../src/mail/mailer';
 import { senderRecord, type SenderRecord } from '../../src/resources/senders/senders.schemas';
@@ -22,7 +23,7 @@ let b: TestAccount;
 /** Reference places from the seeded geography (looked up, never hard-coded ids). */
 const geo = { us: 0, california: 0, sanFrancisco: 0, newYork: 0, newYorkCity: 0, canada: 0, ontario: 0 };
 
-const LINK = /http:\/\/herald\.test\/senders\/verify\/([A-Za-z0-9_-]+)/;
+const LINK = /http:\/\/herald\.test\/senders\/verify\/([0-9]+\.[A-Za-z0-9_-]+)/;
 
 beforeAll(async () => {
   a = await makeAccount(db);
@@ -557,7 +558,7 @@ describe('DELETE /sender/delete', () => {
     const name = `Race ${randomUUID()}`;
     // A delete in progress: it holds the sender and has found no send using it.
     const trx = await db.transaction();
-    await trx('senders').where({ id: s.id }).forUpdate().first('id');
+    await trx('senders').where({ id: s.id, user_id: a.id }).forUpdate().first('id');
     const creating = api(app, a)
       .form('/single/send/create', {
         template_id: 1,
@@ -571,11 +572,13 @@ describe('DELETE /sender/delete', () => {
       })
       .then((r) => r);
     // The create must be waiting on the sender's lock, not done already.
+    // On Citus the create waits on the node holding the sender's shard: citus_stat_activity shows every node's sessions.
+    const activity = (await isCitus(db)) ? 'citus_stat_activity' : 'pg_stat_activity';
     await waitFor('the create to wait for the sender lock', async () => {
-      const waiting = await db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+      const waiting = await db.raw(`SELECT count(*)::int AS n FROM ${activity} WHERE wait_event_type = 'Lock' AND datname = current_database()`);
       return waiting.rows[0].n > 0;
     }, { timeoutMs: 20_000 });
-    await trx('senders').where({ id: s.id }).update({ deleted_at: trx.fn.now() });
+    await trx('senders').where({ id: s.id, user_id: a.id }).update({ deleted_at: trx.fn.now() });
     await trx.commit();
     const res = await creating;
     expectVal(res, { sender_id: ['The selected sender id is invalid.'] });
@@ -676,11 +679,21 @@ describe('GET /senders/verify/<token> (public page)', () => {
   });
 
   it('answers 404 for unknown and malformed tokens', async () => {
-    for (const token of ['x'.repeat(43), 'short', 'a'.repeat(201), 'bad%20token%20with%20spaces%20in%20it%20xxxxxxxxxx']) {
+    for (const token of ['x'.repeat(43), `1.${'x'.repeat(43)}`, `${2 ** 31}.${'x'.repeat(43)}`, 'short', 'a'.repeat(201), 'bad%20token%20with%20spaces%20in%20it%20xxxxxxxxxx']) {
       const res = await openLink(token);
       expect(res.status).toBe(404);
       expect(res.text).toContain('This verification link is invalid or has expired.');
     }
+  });
+
+  it('opens a link mailed before links named their account (the token alone), once', async () => {
+    const s = await save(a);
+    const legacy = randomBytes(32).toString('base64url');
+    await db('senders').where({ id: s.id, user_id: a.id }).update({ verify_token_hash: createHash('sha256').update(legacy).digest() });
+    expect((await request(app).head(`/senders/verify/${legacy}`)).status).toBe(200);
+    expect((await openLink(legacy)).status).toBe(200);
+    expect(await details(a, s.id)).toMatchObject({ is_verified: 1 });
+    expect((await openLink(legacy)).status).toBe(404);
   });
 
   it('a HEAD request (link checker) does not use the link up', async () => {

@@ -50,6 +50,13 @@ describe('GET /global-unsubscribes', () => {
     const [row] = await listOf(account);
     expectShape(unsubscriberRecord, row);
     expect(row.unsubscribe_groups_id).toBe(group.id);
+    // Groups are deleted softly; a hard delete of one an address names is refused, never forgets the group
+    // (migration 202612080100: no ON DELETE SET NULL, which Citus refuses on a key with user_id).
+    await expect(db('unsubscribe_groups').where({ user_id: account.id, id: group.id }).delete()).rejects.toMatchObject({
+      code: '23503',
+      constraint: 'global_unsubscribers_unsubscribe_groups_id_foreign',
+    });
+    expect((await listOf(account))[0].unsubscribe_groups_id).toBe(group.id);
   });
 
   it('pages with ?page=&per_page= and reports the total', async () => {

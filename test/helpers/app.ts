@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createDb } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
 import { isolatedUrl, type IsolatedName } from '../setup/isolated';
+import { routerCheckedDb, unroutedStatements } from '../citus/router-check';
 import { memoryMailer, type MemoryMailer } from './mail';
 import { TEST_MASTER_KEY } from './master-key';
 
@@ -42,8 +43,18 @@ export function setupApp(env: Record<string, string> = {}, isolated?: IsolatedNa
   });
   const db = createDb({ url, poolMax: 4, logger: createLogger('silent') });
   const mailer = memoryMailer();
-  const app = createApp({ config, db, logger: createLogger('silent'), mailer });
+  // test:citus: the app's statements on a pool of their own, each checked to run on one node (test/citus/router-check.ts).
+  const appDb = process.env.HERALD_TEST_ROUTER_CHECK === '1' ? routerCheckedDb(url) : db;
+  const app = createApp({ config, db: appDb, logger: createLogger('silent'), mailer });
   afterAll(() => closePool(db));
+  if (appDb !== db) {
+    // Tests that watch the app's statements listen on `db`.
+    for (const event of ['query', 'query-error', 'query-response']) appDb.on(event, (...args: unknown[]) => db.emit(event, ...args));
+    afterAll(async () => {
+      await closePool(appDb);
+      expect(unroutedStatements(appDb)).toEqual([]);
+    });
+  }
   return { app, db, config, mailer };
 }
 

@@ -77,7 +77,7 @@ export async function waitForSend(db: Knex, utr: string, status = 3, timeoutMs?:
       describe: async () => ({
         send: await db('single_sends').where({ utr }).first('status', 'triggered', 'delivered', 'bounces', 'fanout_done_at', 'fanout_error'),
         deliveries: await db('deliveries as d')
-          .join('single_sends as s', 's.id', 'd.single_send_id')
+          .join('single_sends as s', (j) => j.on('s.id', 'd.single_send_id').andOn('s.user_id', 'd.user_id'))
           .where('s.utr', utr)
           .groupBy('d.status')
           .select('d.status', db.raw('count(*)::int AS n')),

@@ -81,7 +81,7 @@ beforeAll(async () => {
     });
     expect(saved.status).toBe(200);
     const [mail] = await mailer.parsed();
-    const link = /\/senders\/verify\/([A-Za-z0-9_-]+)/.exec(String(mail.text));
+    const link = /\/senders\/verify\/([0-9]+\.[A-Za-z0-9_-]+)/.exec(String(mail.text));
     expect(link).toBeTruthy();
     verifyPaths.push(`/senders/verify/${link![1]}`);
   }

@@ -76,8 +76,10 @@ function toRecord(row: AutomationRow) {
 }
 
 export async function listAutomations(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
+  // s.user_id named, not only implied by a.id: on Citus a correlated subquery is routed by its own account filter.
   const count = ctx.db.raw(
-    '(SELECT count(*)::int FROM automation_schedules s WHERE s.automation_id = a.id AND s.deleted_at IS NULL) AS automation_schedule_count',
+    '(SELECT count(*)::int FROM automation_schedules s WHERE s.automation_id = a.id AND s.user_id = ? AND s.deleted_at IS NULL) AS automation_schedule_count',
+    [ctx.userId],
   );
   const listed = await listRows<AutomationRow>(liveRows(ctx, AUTOMATIONS).select('a.*', count).orderBy('a.id', 'desc'), liveRows(ctx, AUTOMATIONS), paging);
   return { ...listed, rows: listed.rows.map(toRecord) };
@@ -160,7 +162,7 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
         status: AutomationStatus.Draft,
       })
       .returning('id');
-    const schedules = await trx('automation_schedules').where({ automation_id: a.id }).whereNull('deleted_at').orderBy('id');
+    const schedules = await scoped(ctx, 'automation_schedules', trx).where({ automation_id: a.id }).whereNull('deleted_at').orderBy('id');
     for (const s of schedules) {
       await trx('automation_schedules').insert({
         user_id: ctx.userId,
@@ -192,19 +194,15 @@ export async function setLive(ctx: Ctx, utr: string): Promise<void> {
     const errors: FieldErrors = {};
     await resolveTarget(ctx, `${row.automation_for_table}${row.automation_for}`, errors, trx);
     if (errors.automation_for) throw refused('The automation’s contact type or segment no longer exists.');
-    const emails = await trx('automation_schedules').where({ automation_id: row.id }).whereNull('deleted_at').first('id');
+    const emails = await scoped(ctx, 'automation_schedules', trx).where({ automation_id: row.id }).whereNull('deleted_at').first('id');
     if (!emails) throw refused('Add at least one email before setting the automation live.');
     if (row.status === AutomationStatus.Live) return; // live already: nothing changes
     if (!automationStatus.canMove(row.status, AutomationStatus.Live)) throw refused('The automation cannot be set live from its current status.');
-    await trx('automations')
+    // Two statements, not coalesce(first_live_at, now()): Citus takes no non-immutable function inside COALESCE in an UPDATE.
+    await scoped(ctx, 'automations', trx).where({ id: row.id }).whereNull('first_live_at').update({ first_live_at: trx.fn.now() });
+    await scoped(ctx, 'automations', trx)
       .where({ id: row.id })
-      .update({
-        status: AutomationStatus.Live,
-        live_at: trx.fn.now(),
-        first_live_at: trx.raw('coalesce(first_live_at, now())'),
-        entry_key: null,
-        updated_at: trx.fn.now(),
-      });
+      .update({ status: AutomationStatus.Live, live_at: trx.fn.now(), entry_key: null, updated_at: trx.fn.now() });
     // In the same transaction: the change and its event are both there or neither is.
     const facts = { automation: row.automation_name, utr: row.utr };
     await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, facts, { automationId: row.id });
@@ -216,7 +214,7 @@ export async function pause(ctx: Ctx, utr: string): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!automationStatus.canMove(row.status, AutomationStatus.Paused)) throw refused(PAUSE_REFUSED);
-    await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
+    await scoped(ctx, 'automations', trx).where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
     const facts = { automation: row.automation_name, utr: row.utr };
     await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, facts, { automationId: row.id });
   });
@@ -229,22 +227,22 @@ const CANCEL = deliveryStatus.move(DeliveryStatus.Queued, DeliveryStatus.Cancell
 export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const automationIds = await lockByKeys(ctx, trx, 'automations', keys, notFound2);
-    await trx('automations').whereIn('id', automationIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
-    await trx('automation_contacts')
+    await scoped(ctx, 'automations', trx).whereIn('id', automationIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await scoped(ctx, 'automation_contacts', trx)
       .whereIn('automation_id', automationIds)
       .whereIn('state', STOP.from)
       .update({ state: STOP.to, exit_reason: 'automation deleted', next_schedule_id: null, next_due_at: null, updated_at: trx.fn.now() });
-    await trx('deliveries').whereIn('automation_id', automationIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+    await scoped(ctx, 'deliveries', trx).whereIn('automation_id', automationIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
   });
 }
 
 /** Extension: each entered contact, its next email and when, or finished/exited. */
 export async function listEnteredContacts(ctx: Ctx, utr: string, paging?: Paging) {
   const a = await findAutomation(ctx, utr, notFound2);
-  const base = ctx.db('automation_contacts as ac').where('ac.automation_id', a.id).whereNot('ac.state', ProgressState.Skipped);
+  const base = ctx.db('automation_contacts as ac').where({ 'ac.user_id': ctx.userId, 'ac.automation_id': a.id }).whereNot('ac.state', ProgressState.Skipped);
   const q = base
     .clone()
-    .leftJoin('automation_schedules as s', 's.id', 'ac.next_schedule_id')
+    .leftJoin('automation_schedules as s', (j) => j.on('s.id', 'ac.next_schedule_id').andOnVal('s.user_id', ctx.userId))
     .select(
       'ac.contact_id',
       'ac.email',

@@ -6,6 +6,7 @@ import { findVerifiedSender, senderIdMessages } from '../senders/senders.service
 import { findAutomation } from './automations.service';
 import type { CreateScheduleInput } from './automations.schemas';
 import { checkDesignSource } from '../shared/design-rules';
+import { scoped } from '../shared/crud';
 
 const COLUMNS = [
   'id',
@@ -27,8 +28,7 @@ const COLUMNS = [
 /** The automation's emails in the order they go out, with their design and preview addresses. */
 export async function listSchedules(ctx: Ctx, config: Config, utr: string) {
   const a = await findAutomation(ctx, utr, notFound2);
-  const rows = (await ctx
-    .db('automation_schedules')
+  const rows = (await scoped(ctx, 'automation_schedules')
     .where({ automation_id: a.id })
     .whereNull('deleted_at')
     .orderBy('id')
@@ -88,7 +88,7 @@ export async function deleteSchedule(ctx: Ctx, utr: string): Promise<void> {
     .where('s.user_id', ctx.userId)
     .where('s.utr', utr.toLowerCase())
     .whereNull('s.deleted_at')
-    .whereExists(ctx.db('automations as a').whereRaw('a.id = s.automation_id').whereNull('a.deleted_at'))
+    .whereExists(ctx.db('automations as a').whereRaw('a.id = s.automation_id').where('a.user_id', ctx.userId).whereNull('a.deleted_at'))
     .update({ deleted_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
   if (!changed) throw notFound2();
 }

@@ -18,6 +18,7 @@ export function contactTypesQuery(ctx: Ctx): Knex.QueryBuilder {
   const count = ctx.db('contacts as c')
     .count('*')
     .whereRaw('c.contact_type_id = ct.id')
+    .where('c.user_id', ctx.userId)
     .whereNull('c.deleted_at')
     .as('contacts_count');
   return liveRows(ctx, `${TABLE} as ct`).select([...COLUMNS, count]).orderBy('ct.id', 'desc');

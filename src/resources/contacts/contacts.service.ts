@@ -61,7 +61,9 @@ function liveContacts(ctx: Ctx, withType: boolean): Knex.QueryBuilder {
     .leftJoin('countries as co', 'co.id', 'c.country_id')
     .where('c.user_id', ctx.userId)
     .whereNull('c.deleted_at');
-  return withType ? q.join('contact_types as ct', 'ct.id', 'c.contact_type_id').select([...COLUMNS, ...TYPE_COLUMNS]) : q.select(COLUMNS);
+  return withType
+    ? q.join('contact_types as ct', (j) => j.on('ct.id', 'c.contact_type_id').andOn('ct.user_id', 'c.user_id')).select([...COLUMNS, ...TYPE_COLUMNS])
+    : q.select(COLUMNS);
 }
 
 function base(row: ContactRow, fields: CustomField[], country: string) {
@@ -271,7 +273,7 @@ export function deleteContacts(ctx: Ctx, ids: number[]): Promise<void> {
     notFound: notFound1,
     soft: true,
     after: async (trx, deleted) => {
-      const types = (await trx('contacts').whereIn('id', deleted).distinct().pluck('contact_type_id')) as number[];
+      const types = (await scoped(ctx, 'contacts', trx).whereIn('id', deleted).distinct().pluck('contact_type_id')) as number[];
       await bumpContactsVersion(trx, ctx.userId, types);
     },
   });

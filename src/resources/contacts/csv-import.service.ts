@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Ctx } from '../../context';
+import { restoreConstraintName } from '../../db/citus';
 import { recordAccountEvent } from '../../events/account-events';
 import { AppError, invalid } from '../../http/errors';
 import { scoped } from '../shared/crud';
@@ -350,6 +351,7 @@ function readError(err: unknown, direct: boolean): unknown {
     if (err.kind === 'too-long') return invalid({ file: [`The file has a line longer than ${MAX_LINE_CHARS / 1024} kilobytes (line ${err.line}).`] });
     return invalid({ file: [`The file is not a valid CSV file (line ${err.line}: ${err.message}).`] });
   }
+  restoreConstraintName(err); // COPY runs on the driver's client, where knex's hook (src/db/knex.ts) does not see it
   const e = err as { code?: string; constraint?: string };
   if (direct && e.code === '23505' && e.constraint === 'contacts_type_email_unique') return new StageEverything();
   return err;

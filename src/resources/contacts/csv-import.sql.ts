@@ -160,7 +160,7 @@ WITH last_rows AS ${
   ORDER BY lower(email) ${collate}
   ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL DO UPDATE SET
     ${assignments(MERGED_VALUES)},
-    updated_at = now()
+    updated_at = EXCLUDED.updated_at
   WHERE ${changed(MERGED_VALUES)}
   RETURNING (xmax = 0) AS is_new
 )

@@ -22,7 +22,7 @@ export async function saveNotificationRecipient(ctx: Ctx, input: SaveNotificatio
     `INSERT INTO notification_recipients (user_id, email_address, email_owner)
      VALUES (?, ?, ?)
      ON CONFLICT (user_id, lower(email_address))
-     DO UPDATE SET email_owner = EXCLUDED.email_owner, updated_at = now()`,
+     DO UPDATE SET email_owner = EXCLUDED.email_owner, updated_at = EXCLUDED.updated_at`,
     [ctx.userId, input.email_address, input.email_owner],
   );
 }

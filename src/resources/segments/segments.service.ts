@@ -4,6 +4,7 @@ import { invalid, notFound1, notFound2, type NotFound } from '../../http/errors'
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { keysetBatches } from '../../http/stream';
 import { deleteById, scoped } from '../shared/crud';
+import { accountFields } from '../fields/fields.service';
 import { parseRules, type Rule, type RuleField } from './segment-rules';
 import type { SegmentInput, StoreRecipientInput } from './segments.schemas';
 import { contactMembers, countMembers, recipientMembers, type SegmentRow } from './segments.sql';
@@ -24,10 +25,7 @@ const RECORD_FIELDS = [
 
 /** Reserved fields and the account's custom fields, by id: what a rule may name. */
 export async function loadRuleFields(ctx: Ctx): Promise<Map<number, RuleField>> {
-  const rows = (await ctx
-    .db('fields')
-    .where((q) => q.whereNull('user_id').orWhere('user_id', ctx.userId))
-    .select('id', 'field_name', 'field_type', 'is_reserved')) as RuleField[];
+  const rows = (await accountFields(ctx).select('id', 'field_name', 'field_type', 'is_reserved')) as RuleField[];
   return new Map(rows.map((f) => [f.id, f]));
 }
 
@@ -148,7 +146,7 @@ export async function storeRecipient(ctx: Ctx, input: StoreRecipientInput): Prom
        VALUES (?, ?, ?, ?, ?) ON CONFLICT (segment_id, lower(email), user_id) DO NOTHING RETURNING id`,
       [ctx.userId, input.segment_id, input.first_name, input.last_name, input.email],
     );
-    if (inserted.rows.length) await trx('segments').where({ id: input.segment_id }).increment('revision', 1);
+    if (inserted.rows.length) await scoped(ctx, 'segments', trx).where({ id: input.segment_id }).increment('revision', 1);
   });
 }
 
@@ -156,13 +154,13 @@ export async function storeRecipient(ctx: Ctx, input: StoreRecipientInput): Prom
 export async function deleteRecipient(ctx: Ctx, id: number): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const row = await scoped(ctx, 'segment_recipients', trx)
-      .join('segments as s', 's.id', 'segment_recipients.segment_id')
+      .join('segments as s', (j) => j.on('s.id', 'segment_recipients.segment_id').andOn('s.user_id', 'segment_recipients.user_id'))
       .whereNull('s.deleted_at')
       .where('segment_recipients.id', id)
       .first('segment_recipients.id', 'segment_recipients.segment_id');
     if (!row) throw notFound1();
-    await trx('segment_recipients').where({ id }).delete();
-    await trx('segments').where({ id: row.segment_id }).increment('revision', 1);
+    await scoped(ctx, 'segment_recipients', trx).where({ id }).delete();
+    await scoped(ctx, 'segments', trx).where({ id: row.segment_id }).increment('revision', 1);
   });
 }
 

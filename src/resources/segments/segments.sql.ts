@@ -47,7 +47,7 @@ export function matchingContacts(db: Knex, seg: SegmentRow, rules: Rule[]): Knex
 /** Hand-added recipients of the segment that are not already members as contacts. */
 export function extraRecipients(db: Knex, seg: SegmentRow, rules: Rule[]): Knex.QueryBuilder {
   return db('segment_recipients as r')
-    .where('r.segment_id', seg.id)
+    .where({ 'r.user_id': seg.user_id, 'r.segment_id': seg.id })
     .whereNotExists(matchingContacts(db, seg, rules).select(db.raw('1')).whereRaw('lower(c.email) = lower(r.email)'));
 }
 

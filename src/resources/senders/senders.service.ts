@@ -6,6 +6,7 @@ import { ensureKey, signingDomain } from '../../dkim/keys';
 import { escapeHtml } from '../../mail/escape-html';
 import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../../mail/system-mail';
 import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../http/errors';
+import { MAX_INT } from '../../http/fields';
 import { listRows, type Paging } from '../../http/pagination';
 import { recordAccountEvent } from '../../events/account-events';
 import { SenderVerification, senderVerification, SendStatus } from '../../states';
@@ -68,9 +69,23 @@ export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-function newVerificationToken(): VerificationToken {
-  const token = randomBytes(32).toString('base64url');
+/**
+ * A verification link names its account, `<user_id>.<random>`, so opening it reads and writes
+ * only that account's rows (one node on Citus; the random part alone is what makes it
+ * unguessable). Links mailed before this format have no account part: they are found by their
+ * hash alone (tokenAccount).
+ */
+function newVerificationToken(userId: number): VerificationToken {
+  const token = `${userId}.${randomBytes(32).toString('base64url')}`;
   return { token, hash: hashToken(token) };
+}
+
+/** The account a verification link belongs to, if any sender has it. */
+async function tokenAccount(db: Knex, token: string): Promise<number | undefined> {
+  const named = /^(\d{1,10})\./.exec(token);
+  if (named) return Number(named[1]) <= MAX_INT ? Number(named[1]) : undefined;
+  const row = (await db(TABLE).where({ verify_token_hash: hashToken(token) }).whereNull('deleted_at').first('user_id')) as { user_id: number } | undefined;
+  return row?.user_id;
 }
 
 function columns(input: SenderInput) {
@@ -182,7 +197,7 @@ export async function findSender(ctx: Ctx, id: number): Promise<SenderRecord> {
 /** `utr` is unique across accounts; a clash (1 in 2^64 per pair) just draws again. */
 export async function saveSender(ctx: Ctx, mail: SystemMailDeps, input: SenderInput): Promise<void> {
   await checkPlaces(ctx.db, input);
-  const token = newVerificationToken();
+  const token = newVerificationToken(ctx.userId);
   let id: number | undefined;
   for (let attempt = 1; id === undefined; attempt += 1) {
     try {
@@ -212,7 +227,7 @@ const UNVERIFY = senderVerification.move([SenderVerification.Unverified, SenderV
  * (compared case-insensitively) is unverified again and gets its own verification mail.
  */
 export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, input: SenderInput): Promise<void> {
-  const token = newVerificationToken();
+  const token = newVerificationToken(ctx.userId);
   const emailChanged = await ctx.db.transaction(async (trx) => {
     const current = await findOrFail<Pick<SenderRow, 'from_email'>>(
       liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.from_email`),
@@ -283,7 +298,7 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
  */
 export async function resendVerification(ctx: Ctx, mail: SystemMailDeps, id: number): Promise<void> {
   const sender = await findSender(ctx, id);
-  const token = newVerificationToken();
+  const token = newVerificationToken(ctx.userId);
   try {
     await sendSystemMail(mail, verificationMail(mail.config, sender, token.token));
   } catch (err) {
@@ -324,7 +339,9 @@ export interface ConfirmedSender {
 
 /** Whether a verification link is current, without using it (HEAD requests, link scanners). */
 export async function isCurrentToken(db: Knex, token: string): Promise<boolean> {
-  const row = await db(TABLE).where({ verify_token_hash: hashToken(token) }).whereNull('deleted_at').first('id');
+  const userId = await tokenAccount(db, token);
+  if (userId === undefined) return false;
+  const row = await db(TABLE).where({ user_id: userId, verify_token_hash: hashToken(token) }).whereNull('deleted_at').first('id');
   return Boolean(row);
 }
 
@@ -337,16 +354,18 @@ const VERIFY = senderVerification.move([SenderVerification.Unverified, SenderVer
  * change and its event are both there or neither is.
  */
 export async function confirmSender(db: Knex, token: string): Promise<ConfirmedSender | null> {
+  const userId = await tokenAccount(db, token);
+  if (userId === undefined) return null;
   return db.transaction(async (trx) => {
     const { rows } = (await trx.raw(
       `UPDATE senders s
           SET is_verified = ${VERIFY.toSql}, verify_token_hash = NULL, updated_at = now()
          FROM (SELECT id, is_verified FROM senders
-                WHERE verify_token_hash = ? AND deleted_at IS NULL
+                WHERE user_id = ? AND verify_token_hash = ? AND deleted_at IS NULL
                 FOR UPDATE) old
-        WHERE s.id = old.id
+        WHERE s.user_id = ? AND s.id = old.id
     RETURNING s.id, s.user_id, s.from_name, s.from_email, s.nickname, old.is_verified AS was_verified`,
-      [hashToken(token)],
+      [userId, hashToken(token), userId],
     )) as { rows: Array<ConfirmedSender & { was_verified: number }> };
     const row = rows[0];
     if (!row) return null;

@@ -58,8 +58,12 @@ export type SingleSendRow = Omit<SingleSendRecord, 'schedule_date' | 'schedule_t
 function withOpenTokens(ctx: Ctx, q: Knex.QueryBuilder): Knex.QueryBuilder {
   return q.select(
     's.*',
-    ctx.db.raw(`(SELECT jsonb_agg(jsonb_build_array(lower(d.email), d.id, d.token))
-                 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id AND d.opened_at IS NOT NULL) AS opened`),
+    // d.user_id given as a value, not as s.user_id: Citus routes a correlated subquery by its own filter.
+    ctx.db.raw(
+      `(SELECT jsonb_agg(jsonb_build_array(lower(d.email), d.id, d.token))
+        FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = ? AND d.opened_at IS NOT NULL) AS opened`,
+      [ctx.userId],
+    ),
   );
 }
 
@@ -233,7 +237,7 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
     const row = await findByUtr(ctx, utr, trx, true);
     const { columns, ab } = await resolveInput(ctx, trx, input);
     if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
-    await trx('single_sends').where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
+    await scoped(ctx, 'single_sends', trx).where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
     // A full replacement, as the spec's updates are: without A/B fields the send is an ordinary one again.
     await saveAbTest(trx, ctx.userId, row.id, ab);
   });
@@ -272,8 +276,8 @@ const CANCEL = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Held],
 export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
-    await trx('single_sends').whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
-    await trx('deliveries').whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+    await scoped(ctx, 'single_sends', trx).whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await scoped(ctx, 'deliveries', trx).whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
   });
 }
 

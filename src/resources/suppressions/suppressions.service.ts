@@ -4,15 +4,20 @@ import { listRows, type Paging } from '../../http/pagination';
 import { liftSuppressions, suppress } from '../../suppression';
 import type { ListSuppressionsQuery } from './suppressions.schemas';
 
-/** The account's suppressions, newest first, with the send or automation each came from. */
+/**
+ * The account's suppressions, newest first, with the send or automation each came from. Each
+ * joined table and the subquery name the account as a value: Citus routes a query to one node
+ * only when every table in it is filtered by the account itself (an outer join or a correlated
+ * subquery does not pass x.user_id's value on).
+ */
 export function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery, paging?: Paging) {
   const base = ctx.db('suppressions as x').where('x.user_id', ctx.userId);
   if (q.type !== undefined) base.where('x.type', q.type);
   if (q.email !== undefined) base.whereRaw('lower(x.email) = lower(?)', [q.email]);
   const query = base
     .clone()
-    .leftJoin('single_sends as s', (j) => j.on('s.id', 'x.single_send_id').andOn('s.user_id', 'x.user_id'))
-    .leftJoin('automations as a', (j) => j.on('a.id', 'x.automation_id').andOn('a.user_id', 'x.user_id'))
+    .leftJoin('single_sends as s', (j) => j.on('s.id', 'x.single_send_id').andOnVal('s.user_id', ctx.userId))
+    .leftJoin('automations as a', (j) => j.on('a.id', 'x.automation_id').andOnVal('a.user_id', ctx.userId))
     .orderBy('x.id', 'desc')
     .select(
       'x.id',
@@ -25,7 +30,8 @@ export function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery, paging?: Pa
       'a.utr as automation_utr',
       'x.created_at',
       ctx.db.raw(
-        `CASE WHEN EXISTS (SELECT 1 FROM bounce_reports r WHERE r.user_id = x.user_id AND r.id = x.report_id AND r.raw IS NOT NULL) THEN 1 ELSE 0 END AS has_message`,
+        `CASE WHEN EXISTS (SELECT 1 FROM bounce_reports r WHERE r.user_id = ? AND r.id = x.report_id AND r.raw IS NOT NULL) THEN 1 ELSE 0 END AS has_message`,
+        [ctx.userId],
       ),
     );
   return listRows(query, base, paging);

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
 import type { TemplateRecord } from './templates.schemas';
+import { accountFields } from '../fields/fields.service';
 
 const TABLE = 'templates';
 const COLUMNS = ['id', 'template_name', 'preview_image', 'json_code', 'html_code', 'is_blank', 'created_at', 'updated_at'];
@@ -27,10 +28,7 @@ export async function getTemplate(db: Knex, id: number): Promise<TemplateRecord 
  * field named like one of those appears once. Never empty, so NF1 cannot happen here.
  */
 export async function listDynamicContent(ctx: Ctx): Promise<string[]> {
-  const names = (await ctx
-    .db('fields')
-    .where((q) => q.whereNull('user_id').andWhere('is_reserved', 1))
-    .orWhere('user_id', ctx.userId)
+  const names = (await accountFields(ctx)
     .orderByRaw('user_id IS NOT NULL, id')
     .pluck('field_name')) as string[];
   return [...new Set([...names, ...SENDER_PLACEHOLDERS])];

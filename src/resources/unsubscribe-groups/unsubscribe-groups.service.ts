@@ -36,7 +36,8 @@ function isRandIdClash(err: unknown): boolean {
 export function listGroups(ctx: Ctx, paging?: Paging) {
   const base = liveRows(ctx, GROUPS);
   const count = ctx.db.raw(
-    `(SELECT count(*)::int FROM ${RECIPIENTS} r WHERE r.unsubscribe_groups_id = ${GROUPS}.id) AS unsubscribe_clients_count`,
+    `(SELECT count(*)::int FROM ${RECIPIENTS} r WHERE r.unsubscribe_groups_id = ${GROUPS}.id AND r.user_id = ?) AS unsubscribe_clients_count`,
+    [ctx.userId],
   );
   return listRows(base.clone().select([...GROUP_COLUMNS, count]).orderBy(`${GROUPS}.id`, 'desc'), base, paging);
 }

@@ -51,13 +51,11 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
   };
   if (input.id === undefined) {
     const secret = newSecret();
+    // Read first, then insert: Citus takes no subquery in an INSERT's values. An event that
+    // commits in between is one the new webhook delivers.
+    const [newest] = await scoped(ctx, 'events').max('id as id');
     const [row] = await ctx.db(WEBHOOKS)
-      .insert({
-        user_id: ctx.userId,
-        ...fields,
-        secret,
-        last_event_id: ctx.db.raw('(SELECT coalesce(max(id), 0) FROM events WHERE user_id = ?)', [ctx.userId]),
-      })
+      .insert({ user_id: ctx.userId, ...fields, secret, last_event_id: newest?.id ?? 0 })
       .returning(['id']);
     return { id: row.id as number, secret };
   }
