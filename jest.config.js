@@ -4,9 +4,14 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {
-    '^.+\\.ts$': [
+    // .tsx: the dashboard's server-rendered pages (preact's automatic JSX runtime, as tsconfig.json).
+    '^.+\\.tsx?$': [
       '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: 'inline' },
+      {
+        jsc: { parser: { syntax: 'typescript', tsx: true }, target: 'es2022', transform: { react: { runtime: 'automatic', importSource: 'preact' } } },
+        module: { type: 'commonjs' },
+        sourceMaps: 'inline',
+      },
     ],
   },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',

@@ -116,6 +116,7 @@ const schema = z.object({
   POSTMARK_WEBHOOK_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
   SES_SNS_TOPIC_ARNS: z.string().trim().optional(),
   SES_SNS_TEST_CERT_PEM: z.string().optional(),
+  DASHBOARD_SESSION_IDLE_MINUTES: intIn(1, 525_600).default(720),
 });
 
 /** HERALD_MASTER_KEY as bytes: 64 hex digits or base64 of exactly 32 bytes. */
@@ -245,6 +246,8 @@ export interface Config {
    * instead of fetching SigningCertURL, and SubscribeURLs on 127.0.0.1 over http are allowed.
    */
   sesSnsTestCertPem?: string;
+  /** A dashboard session unused for this long is over (signed out). */
+  dashboardSessionIdleMinutes: number;
 }
 
 export class ConfigError extends Error {}
@@ -339,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       c.POSTMARK_WEBHOOK_USER && c.POSTMARK_WEBHOOK_PASSWORD ? { user: c.POSTMARK_WEBHOOK_USER, password: c.POSTMARK_WEBHOOK_PASSWORD } : undefined,
     sesSnsTopicArns: list(c.SES_SNS_TOPIC_ARNS),
     sesSnsTestCertPem: env.NODE_ENV === 'test' ? c.SES_SNS_TEST_CERT_PEM : undefined,
+    dashboardSessionIdleMinutes: c.DASHBOARD_SESSION_IDLE_MINUTES,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
+import { countQueuedEmails } from '../events/email-counters';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
@@ -229,12 +230,14 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
          FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
          JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id
          ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
-         RETURNING automation_id`,
+         RETURNING user_id, automation_id, automation_schedule_id`,
         [JSON.stringify(queue)],
       );
+      const queued = inserted.rows as Array<{ user_id: number; automation_id: number; automation_schedule_id: number }>;
       const perAutomation = new Map<number, number>();
-      for (const r of inserted.rows as Array<{ automation_id: number }>) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
+      for (const r of queued) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
       for (const [id, n] of perAutomation) await trx('automations').where({ id }).increment('total_triggered', n);
+      await countQueuedEmails(trx, queued);
     }
     await trx.raw(
       `UPDATE automation_contacts ac SET

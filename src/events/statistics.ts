@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { EmailCounts } from './email-counters';
 import type { MessageEvent, MessageRef } from './types';
 
 /**
@@ -30,8 +31,20 @@ const COUNTERS = [
 type Counter = (typeof COUNTERS)[number];
 type Counts = { user_id: number; id: number } & Record<Counter, number>;
 
-/** The hourly timeline's counters (message_stats_hourly), a subset of the above. */
-const HOURLY = { delivered: 'delivered', opens: 'opens', total_clicks: 'clicks', unsubscribes: 'unsubscribes' } as const;
+/**
+ * The hourly timeline's counters (message_stats_hourly), a subset of the above. The unique
+ * counts, bounces and complaints are the dashboard overview's (src/resources/reports).
+ */
+const HOURLY = {
+  delivered: 'delivered',
+  opens: 'opens',
+  total_clicks: 'clicks',
+  unsubscribes: 'unsubscribes',
+  unique_opens: 'unique_opens',
+  unique_clicks: 'unique_clicks',
+  bounces: 'bounces',
+  complaints: 'complaints',
+} as const;
 
 /** Column names of the counters on each table (the spec named its own differently; Herald's are alike). */
 const HERALD_COLUMNS = {
@@ -146,9 +159,12 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
   const firstClicks = await applyClicks(trx, events);
   const counted = new Set<number>();
   const byOwner = { single_sends: new Map<string, Counts>(), automations: new Map<string, Counts>() };
+  // An automation's message counts for its email too (email-counters.ts).
+  const perEmail = new EmailCounts();
   const bump = (e: MessageEvent, counter: Counter) => {
     const owner = counterOwner(e);
     if (!owner) return;
+    perEmail.add(e, counter);
     const key = `${e.userId}:${owner.id}`;
     const map = byOwner[owner.table];
     const c = map.get(key) ?? ({ user_id: e.userId, id: owner.id, ...Object.fromEntries(COUNTERS.map((k) => [k, 0])) } as Counts);
@@ -191,6 +207,7 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     );
     await addHourly(trx, table, counts);
   }
+  await perEmail.apply(trx);
 }
 
 /** The timeline of GET /single/send/stats and /automations/stats: this hour's row per send or automation. */

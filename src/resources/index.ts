@@ -13,6 +13,7 @@ import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
 import { suppressionRoutes } from './suppressions/suppressions.router';
+import { reportRoutes } from './reports/reports.router';
 import { webhookRoutes } from './webhooks/webhooks.router';
 
 /** Every API operation, in the spec's order of families. */
@@ -32,4 +33,5 @@ export const apiRoutes: RouteDef[] = [
   ...eventRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
+  ...reportRoutes,
 ];
