@@ -19,8 +19,11 @@ const LATEST = 10;
 
 let zones: Promise<Set<string>> | undefined;
 
-/** The time zones PostgreSQL knows (read once per process): a name outside them is VAL, never a 500. */
-async function checkTimeZone(db: Knex, tz: string): Promise<void> {
+/**
+ * Whether PostgreSQL knows the time zone (its list is read once per process). Offsets such as
+ * `+01:00` are not taken: PostgreSQL reads POSIX offsets with the sign reversed.
+ */
+export async function knownTimeZone(db: Knex, tz: string): Promise<boolean> {
   zones ??= db
     .raw('SELECT name FROM pg_timezone_names')
     .then((r: { rows: Array<{ name: string }> }) => new Set(r.rows.map((z) => z.name)))
@@ -28,8 +31,7 @@ async function checkTimeZone(db: Knex, tz: string): Promise<void> {
       zones = undefined;
       throw err;
     });
-  // Offsets such as `+01:00` are refused too: PostgreSQL reads POSIX offsets with the sign reversed.
-  if (!/^[A-Za-z]/.test(tz) || !(await zones).has(tz)) throw invalid({ tz: ['The selected tz is invalid.'] });
+  return /^[A-Za-z]/.test(tz) && (await zones).has(tz);
 }
 
 const ratio = (n: number, d: number) => (d > 0 ? Math.round((n / d) * 1e6) / 1e6 : null);
@@ -37,7 +39,7 @@ const ratio = (n: number, d: number) => (d > 0 ? Math.round((n / d) * 1e6) / 1e6
 export async function overview(ctx: Ctx, q: OverviewQuery): Promise<Overview> {
   const tz = q.tz ?? 'UTC';
   const days = q.days ?? 30;
-  await checkTimeZone(ctx.db, tz);
+  if (!(await knownTimeZone(ctx.db, tz))) throw invalid({ tz: ['The selected tz is invalid.'] });
   const [daily, latest, warnings] = await Promise.all([
     ctx.db.raw(OVERVIEW_DAILY, { tz, days, userId: ctx.userId }),
     ctx.db.raw(LATEST_SENDS, { userId: ctx.userId, limit: LATEST }),
@@ -155,4 +157,15 @@ export async function keptReport(ctx: Ctx, eventId: string): Promise<{ raw: stri
     .first('r.raw')) as { raw: Buffer } | undefined;
   if (!row) throw notFound1();
   return { raw: row.raw.toString('utf8') };
+}
+
+/** When each of the account's sending domains was last checked (its active key's check), by domain. */
+export async function lastChecks(ctx: Ctx, domains: string[]): Promise<Map<string, string | null>> {
+  if (domains.length === 0) return new Map();
+  const rows = (await ctx
+    .db('dkim_keys')
+    .where({ user_id: ctx.userId, state: 'active' })
+    .whereIn('domain', [...new Set(domains)])
+    .select('domain', 'checked_at')) as Array<{ domain: string; checked_at: string | null }>;
+  return new Map(rows.map((r) => [r.domain, r.checked_at]));
 }
