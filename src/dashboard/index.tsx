@@ -47,11 +47,16 @@ function requireSession(deps: Deps): RequestHandler {
   return async (req, res, next) => {
     const session = await findSession(deps.db, deps.config, req);
     if (!session) {
-      const ended = Boolean(readCookies(req)[SESSION_COOKIE]);
-      if (ended) setCookie(res, deps.config, SESSION_COOKIE, '', 0);
-      if (req.accepts(['html', 'json']) === 'json') res.status(401).json({ status: 'failed', errors: ['Signed out: sign in again.'] });
-      else if (req.method === 'GET' && req.path === '/') signInPage(res, deps, req, 200, ended ? { notice: 'Your session has ended. Sign in again.' } : {});
-      else res.redirect(303, '/app');
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.status(401).json({ status: 'failed', errors: ['Signed out: sign in again.'] });
+      } else if (req.method === 'GET' && req.path === '/') {
+        // A cookie that names no current session: it ended (idle, keys rotated), say so once.
+        const ended = Boolean(readCookies(req)[SESSION_COOKIE]);
+        if (ended) setCookie(res, deps.config, SESSION_COOKIE, '', 0);
+        signInPage(res, deps, req, 200, ended ? { notice: 'Your session has ended. Sign in again.' } : {});
+      } else {
+        res.redirect(303, '/app');
+      }
       return;
     }
     const wanted = readCookies(req)[TZ_COOKIE];

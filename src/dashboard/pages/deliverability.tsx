@@ -64,7 +64,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
             />
             <form method="post" action={`/app/senders/${s.id}/check`} class="inline">
               <Csrf token={p.session.csrf} />
-              <button type="submit" aria-label={`Check the records of ${records[i].domain} now`}>
+              <button type="submit" aria-label={`Check now: the records of ${records[i].domain}`}>
                 Check now
               </button>
             </form>

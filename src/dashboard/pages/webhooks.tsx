@@ -20,7 +20,7 @@ function TestButton({ id, url, csrf }: { id: number; url: string; csrf: string }
   return (
     <form method="post" action={`/app/webhooks/${id}/test`} class="inline">
       <Csrf token={csrf} />
-      <button type="submit" aria-label={`Send a test event to ${url}`}>
+      <button type="submit" aria-label={`Send test to ${url}`}>
         Send test
       </button>
     </form>
