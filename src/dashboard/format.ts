@@ -14,20 +14,44 @@ export function percent(rate: number | null, digits = 1): string {
 /** `part` of `whole` as a fraction, or null. */
 export const share = (part: number, whole: number) => (whole > 0 ? part / whole : null);
 
+/** Formatters are costly to make (~50 µs each): one per zone and style, kept. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+function formatter(tz: string, style: 'when' | 'hour' | 'day' | 'date'): Intl.DateTimeFormat {
+  const key = `${style} ${tz}`;
+  let f = formatters.get(key);
+  if (!f) {
+    const options: Record<typeof style, Intl.DateTimeFormatOptions> = {
+      when: { dateStyle: 'medium', timeStyle: 'short' },
+      hour: { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' },
+      day: { day: 'numeric', month: 'short' },
+      date: { year: 'numeric', month: '2-digit', day: '2-digit' },
+    };
+    f = new Intl.DateTimeFormat(style === 'date' ? 'en-CA' : 'en-GB', { timeZone: tz, ...options[style] });
+    if (formatters.size > 1000) formatters.clear();
+    formatters.set(key, f);
+  }
+  return f;
+}
+
 /** `2026-12-01T10:00:00.123456Z` → `1 Dec 2026, 11:00` in the zone. */
 export function when(timestamp: string | null | undefined, tz: string): string {
   if (!timestamp) return '–';
   const d = new Date(timestamp);
   if (Number.isNaN(d.getTime())) return timestamp;
-  return new Intl.DateTimeFormat('en-GB', { timeZone: tz, dateStyle: 'medium', timeStyle: 'short' }).format(d);
+  return formatter(tz, 'when').format(d);
 }
 
 /** An hour label for a timeline: `1 Dec, 11:00`. */
 export function hourLabel(timestamp: string, tz: string): string {
-  return new Intl.DateTimeFormat('en-GB', { timeZone: tz, day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(timestamp));
+  return formatter(tz, 'hour').format(new Date(timestamp));
 }
 
 /** A day label for a daily chart: `2026-12-01` → `1 Dec`. */
 export function dayLabel(date: string): string {
-  return new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', day: 'numeric', month: 'short' }).format(new Date(`${date}T00:00:00Z`));
+  return formatter('UTC', 'day').format(new Date(`${date}T00:00:00Z`));
+}
+
+/** The day (`YYYY-MM-DD`) a timestamp falls on in the zone. */
+export function dayOf(timestamp: string, tz: string): string {
+  return formatter(tz, 'date').format(new Date(timestamp));
 }

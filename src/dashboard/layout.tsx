@@ -81,6 +81,24 @@ export function Layout({ title, csrf, active, charts, children }: LayoutProps) {
 /** A CSRF field for a form of a signed-in page. */
 export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="_csrf" value={token} />;
 
+/**
+ * An action: a one-button form that POSTs (with the CSRF token) to `action`. `label` is what the
+ * button says, `name` what it acts on (its accessible name: the label, then the name).
+ */
+export function PostButton({ action, csrf, label, name, fields = {} }: { action: string; csrf: string; label: string; name: string; fields?: Record<string, string> }) {
+  return (
+    <form method="post" action={action} class="inline">
+      <Csrf token={csrf} />
+      {Object.entries(fields).map(([k, v]) => (
+        <input type="hidden" name={k} value={v} />
+      ))}
+      <button type="submit" aria-label={`${label}: ${name}`}>
+        {label}
+      </button>
+    </form>
+  );
+}
+
 export function SignInPage({ token, error, notice }: { token: string; error?: string; notice?: string }) {
   return (
     <Layout title="Sign in">

@@ -161,6 +161,19 @@ describe('a welcome automation', () => {
     await canary();
     expect(received('new@example.com')).toHaveLength(2);
   });
+
+  it('each email counts what the engine queued and what its messages did (GET /reports/automation)', async () => {
+    const report = async () => (await api(app, a).get(`/reports/automation?utr=${utr}`)).body.message.emails as Array<{ subject: string; triggered: number; delivered: number }>;
+    await waitFor('both emails counted delivered', async () => (await report()).every((e) => e.delivered === 1));
+    // The replayed step queued nothing new, so nothing more is counted.
+    expect((await report()).map((e) => [e.subject, e.triggered, e.delivered])).toEqual([
+      ['Welcome', 1, 1],
+      ['Day two', 1, 1],
+    ]);
+    const { id } = await db('automations').where({ utr }).first('id');
+    const hourly = await db('message_stats_hourly').where({ owner_type: 'automation', owner_id: id }).sum({ triggered: 'triggered', delivered: 'delivered' }).first();
+    expect(hourly).toEqual({ triggered: 2, delivered: 2 });
+  });
 });
 
 describe('a custom automation', () => {

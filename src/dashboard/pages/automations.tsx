@@ -4,9 +4,9 @@ import { messageStats } from '../../resources/events/events.service';
 import { automationEmails } from '../../resources/reports/reports.service';
 import type { EmailReport } from '../../resources/reports/reports.schemas';
 import { AutomationStatus } from '../../states';
-import { Chart, Metric, Metrics, Section, Table, type SharedCounters } from '../components';
-import { count, hourLabel, percent, share } from '../format';
-import { Csrf, Layout } from '../layout';
+import { Chart, Metric, Metrics, Section, Table, type SharedCounters, type TimelineHour } from '../components';
+import { count, dayLabel, dayOf, percent, share } from '../format';
+import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
 /** Automations and each email of a sequence with its counters (GET /automations, /reports/automation). */
@@ -16,26 +16,8 @@ type Stats = SharedCounters & { total_triggered: number; total_delivered: number
 const STATUS: Record<number, string> = { [AutomationStatus.Draft]: 'Draft', [AutomationStatus.Live]: 'Live', [AutomationStatus.Paused]: 'Paused' };
 
 function PauseResume({ a, csrf }: { a: Pick<Automation, 'utr' | 'status' | 'automation_name'>; csrf: string }) {
-  if (a.status === AutomationStatus.Live) {
-    return (
-      <form method="post" action={`/app/automations/${a.utr}/pause`} class="inline">
-        <Csrf token={csrf} />
-        <button type="submit" aria-label={`Pause ${a.automation_name}`}>
-          Pause
-        </button>
-      </form>
-    );
-  }
-  if (a.status === AutomationStatus.Paused) {
-    return (
-      <form method="post" action={`/app/automations/${a.utr}/resume`} class="inline">
-        <Csrf token={csrf} />
-        <button type="submit" aria-label={`Resume ${a.automation_name}`}>
-          Resume
-        </button>
-      </form>
-    );
-  }
+  if (a.status === AutomationStatus.Live) return <PostButton action={`/app/automations/${a.utr}/pause`} csrf={csrf} label="Pause" name={a.automation_name} />;
+  if (a.status === AutomationStatus.Paused) return <PostButton action={`/app/automations/${a.utr}/resume`} csrf={csrf} label="Resume" name={a.automation_name} />;
   return <span class="muted">not live yet</span>;
 }
 
@@ -72,7 +54,7 @@ export async function automationPage(req: Request, res: Response, p: PageContext
   const utr = String(req.params.utr);
   const a = await getAutomation(p.ctx, utr);
   const [stats, { emails }] = (await Promise.all([messageStats(p.ctx, 'automations', utr), automationEmails(p.ctx, utr)])) as [Stats, Awaited<ReturnType<typeof automationEmails>>];
-  const tz = p.tz;
+  const days = byDay(stats.timeline, p.tz);
   sendPage(
     res,
     200,
@@ -110,24 +92,39 @@ export async function automationPage(req: Request, res: Response, p: PageContext
           ]}
         />
       </Section>
-      <Section title="Hour by hour" id="timeline">
+      <Section title="Day by day" id="timeline">
         <Chart
           id="chart-automation-timeline"
-          title="Delivered, opens and clicks per hour"
-          description={`${stats.timeline.length} hours with activity`}
+          title="Delivered, opens and clicks per day"
+          description={`${days.length} days with activity (the last ${DAYS_SHOWN} at most)`}
           spec={{
             kind: 'bar',
-            labels: stats.timeline.map((t) => hourLabel(t.hour, tz)),
+            labels: days.map((d) => dayLabel(d.day)),
             series: [
-              { label: 'Delivered', data: stats.timeline.map((t) => t.delivered), color: 1 },
-              { label: 'Opens', data: stats.timeline.map((t) => t.opens), color: 2 },
-              { label: 'Clicks', data: stats.timeline.map((t) => t.clicks), color: 3 },
+              { label: 'Delivered', data: days.map((d) => d.delivered), color: 1 },
+              { label: 'Opens', data: days.map((d) => d.opens), color: 2 },
+              { label: 'Clicks', data: days.map((d) => d.clicks), color: 3 },
             ],
           }}
         />
       </Section>
     </Layout>,
   );
+}
+
+/** An automation runs for months: its hourly timeline summed by day (in the zone), the last DAYS_SHOWN days with activity. */
+const DAYS_SHOWN = 90;
+function byDay(timeline: TimelineHour[], tz: string): Array<{ day: string; delivered: number; opens: number; clicks: number }> {
+  const days = new Map<string, { day: string; delivered: number; opens: number; clicks: number }>();
+  for (const t of timeline) {
+    const day = dayOf(t.hour, tz);
+    const d = days.get(day) ?? { day, delivered: 0, opens: 0, clicks: 0 };
+    d.delivered += t.delivered;
+    d.opens += t.opens;
+    d.clicks += t.clicks;
+    days.set(day, d);
+  }
+  return [...days.values()].slice(-DAYS_SHOWN);
 }
 
 /** Pause (live → paused) or resume (paused → live): the API's own rules and events. */

@@ -6,7 +6,7 @@ import { deleteSuppressions, listSuppressions } from '../../resources/suppressio
 import { SUPPRESSION_TYPES } from '../../resources/suppressions/suppressions.schemas';
 import { Chart, Section, Table } from '../components';
 import { count, dayLabel, when } from '../format';
-import { Csrf, Layout } from '../layout';
+import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { OVERVIEW_DAYS } from './overview';
 
@@ -62,12 +62,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
                 { label: 'Status', cell: (r) => <span class={`status ${r.status}`}>{r.status}</span> },
               ]}
             />
-            <form method="post" action={`/app/senders/${s.id}/check`} class="inline">
-              <Csrf token={p.session.csrf} />
-              <button type="submit" aria-label={`Check now: the records of ${records[i].domain}`}>
-                Check now
-              </button>
-            </form>
+            <PostButton action={`/app/senders/${s.id}/check`} csrf={p.session.csrf} label="Check now" name={`the records of ${records[i].domain}`} />
           </article>
         ))}
       </Section>
@@ -119,15 +114,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
             { label: 'Since', cell: (x) => <time dateTime={x.created_at}>{when(x.created_at, p.tz)}</time> },
             {
               label: 'Action',
-              cell: (x) => (
-                <form method="post" action="/app/suppressions/lift" class="inline">
-                  <Csrf token={p.session.csrf} />
-                  <input type="hidden" name="email" value={x.email} />
-                  <button type="submit" aria-label={`Lift the suppression of ${x.email}`}>
-                    Lift
-                  </button>
-                </form>
-              ),
+              cell: (x) => <PostButton action="/app/suppressions/lift" csrf={p.session.csrf} label="Lift" name={`the suppression of ${x.email}`} fields={{ email: x.email }} />,
             },
           ]}
         />

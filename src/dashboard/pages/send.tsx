@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { listEvents, messageStats } from '../../resources/events/events.service';
-import { keptReport } from '../../resources/reports/reports.service';
+import { eventsWithKeptReport, keptReport } from '../../resources/reports/reports.service';
 import { findByUtr } from '../../resources/single-sends/single-sends.service';
 import { Chart, Metric, Metrics, Section, Table, type SharedCounters } from '../components';
 import { count, hourLabel, percent, share, when } from '../format';
@@ -63,7 +63,7 @@ function problemReason(e: Problem): string {
   return [d.kind ? `${d.kind} bounce` : 'bounce', d.status, d.diagnostic].filter(Boolean).join(' · ');
 }
 
-export function SendReport({ send, s, problems, nextCursor, csrf, tz }: { send: SendInfo; s: Stats; problems: Problem[]; nextCursor: string | null; csrf: string; tz: string }) {
+export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string }) {
   return (
     <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="overview" charts>
       <h1>{send.single_send_name}</h1>
@@ -138,10 +138,10 @@ export function SendReport({ send, s, problems, nextCursor, csrf, tz }: { send: 
             {
               label: 'Report',
               cell: (e) =>
-                (e.data as { source?: string }).source === 'smtp' ? (
-                  <span class="muted">refused while sending</span>
-                ) : (
+                kept.has(String(e.id)) ? (
                   <a href={`/app/sends/${send.utr}/reports/${e.id}`}>View the report</a>
+                ) : (
+                  <span class="muted">{(e.data as { source?: string }).source === 'smtp' ? 'refused while sending' : 'not kept'}</span>
                 ),
             },
           ]}
@@ -162,8 +162,9 @@ export async function sendReportPage(req: Request, res: Response, p: PageContext
   const row = await findByUtr(p.ctx, utr);
   const after = typeof req.query.after === 'string' && /^\d{1,18}$/.test(req.query.after) ? req.query.after : undefined;
   const problems = await listEvents(p.ctx, { single_send_utr: utr, type: ['bounced', 'complained'], limit: PROBLEMS_PER_PAGE, cursor: after });
+  const kept = await eventsWithKeptReport(p.ctx, problems.events.map((e) => e.id));
   const send: SendInfo = { utr: row.utr, single_send_name: row.single_send_name, subject: row.subject, status: row.status, sent_at: (row as { sent_at?: string | null }).sent_at ?? null };
-  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} />);
+  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} />);
 }
 
 /** The report a bounce or complaint came in, as received (GET /reports/kept-report). */

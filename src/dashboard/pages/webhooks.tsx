@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { findWebhook, listDeliveries, listWebhooks, testWebhook } from '../../resources/webhooks/webhooks.service';
 import { Section, Table } from '../components';
 import { count, when } from '../format';
-import { Csrf, Layout } from '../layout';
+import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
 /** Webhook endpoints (GET /webhooks/list), their batches (GET /webhooks/deliveries), "send test" (POST /webhooks/test). */
@@ -16,16 +16,7 @@ function state(w: Pick<Webhook, 'is_active' | 'failing_since'>): string {
 
 const webhookId = (req: Request) => (/^\d{1,9}$/.test(String(req.params.id)) ? Number(req.params.id) : 0);
 
-function TestButton({ id, url, csrf }: { id: number; url: string; csrf: string }) {
-  return (
-    <form method="post" action={`/app/webhooks/${id}/test`} class="inline">
-      <Csrf token={csrf} />
-      <button type="submit" aria-label={`Send test to ${url}`}>
-        Send test
-      </button>
-    </form>
-  );
-}
+const TestButton = ({ id, url, csrf }: { id: number; url: string; csrf: string }) => <PostButton action={`/app/webhooks/${id}/test`} csrf={csrf} label="Send test" name={url} />;
 
 export async function webhooksPage(_req: Request, res: Response, p: PageContext): Promise<void> {
   const hooks = await listWebhooks(p.ctx);

@@ -136,14 +136,17 @@ export async function automationEmails(ctx: Ctx, utr: string): Promise<{ utr: st
   return { utr: a.utr, emails };
 }
 
-/**
- * The report a bounce or complaint came in (as received, ≤ 256 KB), by its event: NF1 for
- * another account's event, one of another type, or one whose report was not kept (refused
- * while sending, or purged after BOUNCE_RETENTION_DAYS).
- */
-export async function keptReport(ctx: Ctx, eventId: string): Promise<{ raw: string }> {
-  if (!/^\d{1,18}$/.test(eventId)) throw notFound1();
-  const row = (await ctx
+/** Which of these `bounced`/`complained` events have their report kept (GET /reports/kept-report answers for them). */
+export async function eventsWithKeptReport(ctx: Ctx, eventIds: Array<number | string>): Promise<Set<string>> {
+  const ids = eventIds.map(String).filter((id) => /^\d{1,18}$/.test(id));
+  if (ids.length === 0) return new Set();
+  const rows = (await keptReports(ctx).whereIn('e.id', ids).whereNotNull('r.raw').select('e.id')) as Array<{ id: string | number }>;
+  return new Set(rows.map((r) => String(r.id)));
+}
+
+/** Events of the account joined to the report each was recorded from. */
+function keptReports(ctx: Ctx) {
+  return ctx
     .db('events as e')
     .join('bounce_reports as r', (j) =>
       j
@@ -151,10 +154,18 @@ export async function keptReport(ctx: Ctx, eventId: string): Promise<{ raw: stri
         .andOn('r.delivery_id', 'e.delivery_id')
         .andOn('r.kind', ctx.db.raw(`CASE WHEN e.type = 'complained' THEN 'complaint' ELSE e.data->>'kind' END`)),
     )
-    .where({ 'e.user_id': ctx.userId, 'e.id': eventId })
-    .whereIn('e.type', ['bounced', 'complained'])
-    .whereNotNull('r.raw')
-    .first('r.raw')) as { raw: Buffer } | undefined;
+    .where('e.user_id', ctx.userId)
+    .whereIn('e.type', ['bounced', 'complained']);
+}
+
+/**
+ * The report a bounce or complaint came in (as received, ≤ 256 KB), by its event: NF1 for
+ * another account's event, one of another type, or one whose report was not kept (refused
+ * while sending, or purged after BOUNCE_RETENTION_DAYS).
+ */
+export async function keptReport(ctx: Ctx, eventId: string): Promise<{ raw: string }> {
+  if (!/^\d{1,18}$/.test(eventId)) throw notFound1();
+  const row = (await keptReports(ctx).where('e.id', eventId).whereNotNull('r.raw').first('r.raw')) as { raw: Buffer } | undefined;
   if (!row) throw notFound1();
   return { raw: row.raw.toString('utf8') };
 }
