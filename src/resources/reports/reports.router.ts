@@ -1,7 +1,7 @@
 import { ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { route, type RouteDef } from '../../http/routes';
-import { automationEmailsMessage, keptReportMessage, keptReportQuery, overviewMessage, overviewQuery } from './reports.schemas';
+import { automationEmailsMessage, keptReportMessage, overviewMessage, overviewQuery } from './reports.schemas';
 import * as service from './reports.service';
 
 const tag = 'Reports';
@@ -36,9 +36,9 @@ export const reportRoutes: RouteDef[] = [
     path: '/reports/kept-report',
     tag,
     summary: 'Herald extension: the bounce or complaint report behind a `bounced` or `complained` event, as received',
-    query: keptReportQuery,
+    id: { name: 'event_id', notFound: notFound1, kind: 'bigint', requiredMessage: true },
     response: keptReportMessage,
     failures: ['AUTH', 'VAL', 'NF1'],
-    handle: async ({ ctx, query }) => ok(await service.keptReport(ctx, query.event_id)),
+    handle: async ({ ctx, id }) => ok(await service.keptReport(ctx, id)),
   }),
 ];

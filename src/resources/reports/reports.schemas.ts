@@ -88,6 +88,4 @@ export type EmailReport = z.output<typeof emailReport>;
 
 export const automationEmailsMessage = z.strictObject({ utr: z.string(), emails: z.array(emailReport) });
 
-export const keptReportQuery = z.object({ event_id: z.string().max(40).meta({ description: 'a `bounced` or `complained` event’s id (GET /events)' }) });
-
 export const keptReportMessage = z.strictObject({ raw: z.string().meta({ description: 'the bounce or complaint report as received (at most 256 KB)' }) });

@@ -163,8 +163,8 @@ function keptReports(ctx: Ctx) {
  * another account's event, one of another type, or one whose report was not kept (refused
  * while sending, or purged after BOUNCE_RETENTION_DAYS).
  */
-export async function keptReport(ctx: Ctx, eventId: string): Promise<{ raw: string }> {
-  if (!/^\d{1,18}$/.test(eventId)) throw notFound1();
+export async function keptReport(ctx: Ctx, eventId: number | string): Promise<{ raw: string }> {
+  if (!/^\d{1,18}$/.test(String(eventId))) throw notFound1();
   const row = (await keptReports(ctx).where('e.id', eventId).whereNotNull('r.raw').first('r.raw')) as { raw: Buffer } | undefined;
   if (!row) throw notFound1();
   return { raw: row.raw.toString('utf8') };
