@@ -84,12 +84,7 @@ export async function countQueuedEmails(trx: Knex.Transaction, queued: Array<{ u
     perAutomation.set(`${q.user_id}:${q.automation_id}`, a);
   }
   const byKey = (a: { user_id: number; id: number }, b: { user_id: number; id: number }) => a.user_id - b.user_id || a.id - b.id;
-  await trx.raw(
-    `UPDATE automation_schedules s SET triggered = s.triggered + v.n
-     FROM json_to_recordset(?::json) AS v(user_id integer, id integer, n integer)
-     WHERE s.id = v.id AND s.user_id = v.user_id`,
-    [JSON.stringify([...perEmail.values()].sort(byKey))],
-  );
+  // The statistics consumer's order (automations, then hourly rows, then emails), so the two never deadlock.
   await trx.raw(
     `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, triggered)
      SELECT v.user_id, 'automation', v.id, date_trunc('hour', now()), v.n
@@ -97,5 +92,11 @@ export async function countQueuedEmails(trx: Knex.Transaction, queued: Array<{ u
      ORDER BY v.user_id, v.id
      ON CONFLICT (user_id, owner_type, owner_id, hour) DO UPDATE SET triggered = message_stats_hourly.triggered + EXCLUDED.triggered`,
     [JSON.stringify([...perAutomation.values()].sort(byKey))],
+  );
+  await trx.raw(
+    `UPDATE automation_schedules s SET triggered = s.triggered + v.n
+     FROM json_to_recordset(?::json) AS v(user_id integer, id integer, n integer)
+     WHERE s.id = v.id AND s.user_id = v.user_id`,
+    [JSON.stringify([...perEmail.values()].sort(byKey))],
   );
 }
