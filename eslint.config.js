@@ -10,9 +10,9 @@ const globals = require('globals');
  */
 const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'alarm', 'dns'],
-  ['db', 'dkim', 'mail', 'accounts'],
+  ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],

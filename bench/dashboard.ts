@@ -97,9 +97,9 @@ async function seed(url: string, userId: number): Promise<{ bigSend: string; aut
     );
     const sends = (await q(`SELECT id, utr FROM single_sends WHERE user_id = $1 ORDER BY id`)).rows as Array<{ id: number; utr: string }>;
     await q(
-      `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, delivered, opens, clicks, unsubscribes, unique_opens, unique_clicks, bounces, complaints)
+      `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, queued, delivered, opens, clicks, unsubscribes, unique_opens, unique_clicks, bounces, complaints)
        SELECT s.user_id, 'single_send', s.id, date_trunc('hour', s.sent_at) + h * interval '1 hour',
-              s.delivered / 72, s.total_opens / 72, s.total_clicks / 72, s.unsubscribes / 72, s.unique_opens / 72, s.unique_clicks / 72, s.bounces / 72, s.complaints / 72
+              CASE WHEN h = 0 THEN s.triggered ELSE 0 END, s.delivered / 72, s.total_opens / 72, s.total_clicks / 72, s.unsubscribes / 72, s.unique_opens / 72, s.unique_clicks / 72, s.bounces / 72, s.complaints / 72
        FROM single_sends s, generate_series(0, 71) h WHERE s.user_id = $1`,
     );
     await q(
@@ -123,7 +123,7 @@ async function seed(url: string, userId: number): Promise<{ bigSend: string; aut
       [userId, sender, EMAILS_PER_AUTOMATION],
     );
     await q(
-      `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, triggered, delivered, opens, clicks, unsubscribes, unique_opens, unique_clicks, bounces, complaints)
+      `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, queued, delivered, opens, clicks, unsubscribes, unique_opens, unique_clicks, bounces, complaints)
        SELECT a.user_id, 'automation', a.id, date_trunc('hour', now()) - h * interval '1 hour', 115, 113, 50, 7, 1, 35, 5, 2, (h % 20 = 0)::int
        FROM automations a, generate_series(0, 180 * 24 - 1) h WHERE a.user_id = $1`,
     );

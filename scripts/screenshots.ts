@@ -21,24 +21,24 @@ import { createAccount } from '../src/accounts/accounts.service';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createDb } from '../src/db/knex';
-import { countQueuedEmails } from '../src/events/email-counters';
 import { recordMessageEvents } from '../src/events/record';
 import type { MessageEvent } from '../src/events/types';
 import { createLogger } from '../src/logger';
 import { outboxMailer } from '../src/mail/mailer';
 import { ROOT } from '../src/paths';
 import { prepareDatabase } from '../src/server';
+import { countQueued } from '../src/statistics';
 import { launchChromium } from '../test/helpers/browser';
 
 const OUT = path.resolve(ROOT, process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : 'docs/images');
 const HOUR = 3_600_000;
 
 /** Records a batch of facts as if they happened `at`: the events and their hourly rollup row move there. */
-async function recordAt(db: Knex, userId: number, at: Date, events: MessageEvent[], queued: Parameters<typeof countQueuedEmails>[1] = []): Promise<void> {
+async function recordAt(db: Knex, userId: number, at: Date, events: MessageEvent[], queued: Parameters<typeof countQueued>[1] = []): Promise<void> {
   if (events.length === 0) return;
   await db.transaction(async (trx) => {
     const { rows } = await trx.raw('SELECT coalesce(max(id), 0) AS last FROM events WHERE user_id = ?', [userId]);
-    await countQueuedEmails(trx, queued);
+    await countQueued(trx, queued);
     await recordMessageEvents(trx, events);
     await trx('events').where('user_id', userId).where('id', '>', rows[0].last).update({ occurred_at: at });
     await trx('message_stats_hourly')
@@ -123,7 +123,7 @@ async function demo(db: Knex, userId: number): Promise<string> {
       .returning(['id', 'email'])) as Array<{ id: number; email: string }>;
     const ref = (d: { id: number; email: string }) => ({ userId, deliveryId: d.id, singleSendId: null, automationId: auto.id, email: d.email });
     // Queued as the automation engine counts them, then delivered and opened.
-    const queued = rows.map(() => ({ user_id: userId, automation_id: auto.id, automation_schedule_id: email.id }));
+    const queued = [{ userId, source: { kind: 'automation_email' as const, automationId: auto.id, scheduleId: email.id }, n: rows.length }];
     await recordAt(db, userId, at, [...rows.map((d) => ({ type: 'delivered' as const, ...ref(d) })), ...pick(rows, 0.6, day).map((d) => ({ type: 'opened' as const, ...ref(d) }))], queued);
   }
   return latest;

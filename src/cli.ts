@@ -14,14 +14,19 @@ import { createLogger, REDACT_PATHS, type Logger } from './logger';
 import { VERSION } from './paths';
 import { prepareDatabase, startInbound, startServer, startWorker, type RunningWorker } from './server';
 
+/** A configuration error ends the process with its message (no stack, no log line) and exit code 2. */
+function exitOnConfigError(err: unknown): void {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+}
+
 function config(): Config {
   try {
     return loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
+    exitOnConfigError(err);
     throw err;
   }
 }
@@ -58,6 +63,7 @@ async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise
   try {
     running = await start(cfg, logger);
   } catch (err) {
+    exitOnConfigError(err);
     logger.fatal({ err }, 'Herald could not start');
     process.exit(1);
   }

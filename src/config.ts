@@ -1,12 +1,19 @@
 import { createPublicKey } from 'node:crypto';
 import fs from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseServers } from './dns';
 
 /**
- * Configuration is environment variables only, parsed once here. A bad value stops
- * startup with a message that names the variable (see loadConfig).
+ * Configuration is environment variables only, parsed once here. Each setting is declared once
+ * in `settings` below: its Config property, its variable, its schema (type, default, check), and
+ * its doc comment. The Config type is inferred from them; the few values that depend on other
+ * settings (PUBLIC_URL's default, the lease, MAIL_FROM, …) are computed in `derive`. A bad value
+ * stops startup with a message that names the variable (see loadConfig).
+ *
+ * To add a setting: one line in `settings` — `myThing: setting('MY_THING', intIn(1, 10).default(3))`
+ * (`secret(…)` instead of `setting(…)` for a key or password).
  */
 const intIn = (min: number, max: number) =>
   z
@@ -18,106 +25,283 @@ const intIn = (min: number, max: number) =>
 
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' }).transform((v) => v === '1');
 
+/** A URL of one of `protocols`; the message says which part is wrong without repeating the value. */
 const url = (protocols: string[]) =>
   z
     .string()
     .trim()
-    .refine(
-      (v) => {
-        try {
-          return protocols.includes(new URL(v).protocol);
-        } catch {
-          return false;
-        }
-      },
-      { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
-    );
+    .superRefine((v, ctx) => {
+      const problem = urlProblem(v, protocols);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+
+function urlProblem(v: string, protocols: string[]): string | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(v)?.[1].toLowerCase();
+  if (!scheme || !protocols.includes(`${scheme}:`)) return `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    // The scheme is right; tell the port apart from the rest.
+    const authority = /^[^:]+:\/\/([^/?#]*)/.exec(v)?.[1] ?? '';
+    const credentialsCut = !authority.includes('@') && v.includes('@'); // a / ? # in the password ended the host part
+    const port = /^(?:\[[^\]]*\]|[^:[\]]*):(.*)$/.exec(authority.slice(authority.lastIndexOf('@') + 1))?.[1];
+    if (!credentialsCut && port !== undefined && !(/^\d{0,5}$/.test(port) && Number(port) <= 65535)) return 'has a port that is not a number from 0 to 65535';
+    return 'is not a valid URL (percent-encode any @ : / ? # % in the user name or password)';
+  }
+  try {
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+  } catch {
+    return 'has a % in the user name or password that does not start a percent-encoded character (write % as %25)';
+  }
+  return undefined;
+}
 
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-const schema = z.object({
-  PORT: intIn(0, 65535).default(3000),
-  HOST: z.string().trim().min(1).default('0.0.0.0'),
-  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
-  DATA_DIR: z.string().trim().min(1).default('./data'),
-  EMBEDDED_DB_PORT: intIn(1, 65535).default(54329),
-  DB_POOL_MAX: intIn(1, 500).default(10),
-  SMTP_URL: url(['smtp:', 'smtps:']).optional(),
-  PUBLIC_URL: url(['http:', 'https:']).optional(),
-  SEND_RATE: intIn(0, 1_000_000).default(0),
-  WORKER: flag.default(true),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  RATE_LIMIT_PER_MINUTE: intIn(0, 10_000_000).default(6000),
-  IMPORT_MAX_BYTES: intIn(1024, 10 * 1024 ** 3).default(200 * 1024 * 1024),
-  IMPORT_TIMEOUT_MS: intIn(1000, 86_400_000).default(3_600_000),
-  BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(1024 * 1024),
-  DESIGN_BODY_LIMIT_BYTES: intIn(1024, 1024 ** 3).default(5 * 1024 * 1024),
-  SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000).default(15_000),
-  DB_QUERY_TIMEOUT_MS: intIn(0, 3_600_000).default(30_000),
-  SMTP_POOL_SIZE: intIn(1, 100).default(5),
-  SMTP_TIMEOUT_MS: intIn(1000, 600_000).default(30_000),
-  SEND_CONCURRENCY: intIn(1, 1000).default(20),
-  SEND_BATCH_SIZE: intIn(1, 10_000).default(200),
-  RETRY_BASE_MS: intIn(0, 86_400_000).default(60_000),
-  MAX_ATTEMPTS: intIn(1, 100).default(8),
-  WORKER_POLL_MS: intIn(10, 60_000).default(500),
-  SEND_RATE_SCOPE: z.enum(['process', 'global'], { message: 'must be process or global' }).default('process'),
-  SEND_LEASE_MS: intIn(1000, 86_400_000).optional(),
-  MAIL_FROM: z.string().trim().regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address' }).optional(),
-  EVENTS_RETENTION_DAYS: intIn(1, 36_500).default(180),
-  WEBHOOK_ALLOW_HOSTS: z.string().trim().default(''),
-  WEBHOOK_DISABLE_AFTER_HOURS: intIn(1, 8760).default(72),
-  WEBHOOK_TIMEOUT_MS: intIn(100, 600_000).default(10_000),
-  WEBHOOK_RETRY_BASE_MS: intIn(0, 86_400_000).default(30_000),
-  WEBHOOK_MAX_ATTEMPTS: intIn(1, 100).default(13),
-  WEBHOOK_CONCURRENCY: intIn(1, 1000).default(10),
-  TRACK_CLICKS: flag.default(true),
-  CLICK_BOT_WINDOW_SECONDS: intIn(0, 86_400).default(10),
-  DNS_SERVERS: z
+const list = (v: string | undefined) =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** A comma list, each entry checked by `problem` (a message naming the bad entry, or undefined). */
+const listOf = (problem: (entry: string) => string | undefined) =>
+  z
     .string()
     .trim()
-    .refine(
-      (v) => {
-        try {
-          parseServers(v);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { message: 'must be a comma list of host:port (IPv6 as [addr]:port)' },
-    )
-    .optional(),
-  HERALD_MASTER_KEY: z
-    .string()
-    .trim()
-    .refine((v) => masterKeyBytes(v) !== undefined, { message: 'must be 32 bytes, as base64 or 64 hex digits' })
-    .optional(),
-  BOUNCE_DOMAIN: z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a domain name' }).optional(),
-  INBOUND_HOSTNAME: z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a host name' }).optional(),
-  INBOUND_SMTP_PORT: intIn(0, 65535).optional(),
-  INBOUND_HOST: z.string().trim().min(1).optional(),
-  INBOUND_TLS_CERT: z.string().trim().min(1).optional(),
-  INBOUND_TLS_KEY: z.string().trim().min(1).optional(),
-  INBOUND_MAX_BYTES: intIn(1024, 100 * 1024 * 1024).default(1024 * 1024),
-  INBOUND_MAX_CLIENTS: intIn(1, 10_000).default(100),
-  SOFT_BOUNCE_LIMIT: intIn(1, 1000).default(3),
-  SOFT_BOUNCE_DAYS: intIn(1, 3650).default(30),
-  BOUNCE_RETENTION_DAYS: intIn(1, 36_500).default(180),
+    .superRefine((v, ctx) => {
+      for (const entry of list(v)) {
+        const message = problem(entry);
+        if (message) ctx.addIssue({ code: 'custom', message });
+      }
+    })
+    .transform(list);
+
+/**
+ * One setting: the environment variable it is read from and the schema that checks and converts
+ * it. A `secret` one (a key, a password, a URL that may hold one) is never repeated in an error
+ * message: the message names the variable and the problem only.
+ */
+interface Setting<S extends z.ZodType = z.ZodType> {
+  name: string;
+  schema: S;
+  secret: boolean;
+}
+const setting = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: false });
+const secret = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: true });
+
+/** ESP providers Herald takes events from, and whose metadata header it can add to outgoing mail. */
+export const ESP_PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'ses'] as const;
+export type EspProvider = (typeof ESP_PROVIDERS)[number];
+
+const settings = {
+  port: setting('PORT', intIn(0, 65535).default(3000)),
+  host: setting('HOST', z.string().trim().min(1).default('0.0.0.0')),
+  databaseUrl: secret('DATABASE_URL', url(['postgres:', 'postgresql:']).optional()),
+  dataDir: setting('DATA_DIR', z.string().trim().min(1).default('./data').transform((d) => path.resolve(d))),
+  embeddedDbPort: setting('EMBEDDED_DB_PORT', intIn(1, 65535).default(54329)),
+  dbPoolMax: setting('DB_POOL_MAX', intIn(1, 500).default(10)),
+  smtpUrl: secret('SMTP_URL', url(['smtp:', 'smtps:']).optional()),
+  /** Unset: http://localhost:PORT (see derive). */
+  publicUrl: setting('PUBLIC_URL', url(['http:', 'https:']).optional()),
+  sendRate: setting('SEND_RATE', intIn(0, 1_000_000).default(0)),
+  worker: setting('WORKER', flag.default(true)),
+  logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  rateLimitPerMinute: setting('RATE_LIMIT_PER_MINUTE', intIn(0, 10_000_000).default(6000)),
+  importMaxBytes: setting('IMPORT_MAX_BYTES', intIn(1024, 10 * 1024 ** 3).default(200 * 1024 * 1024)),
+  /** How long a CSV import may take once uploaded (its own statement timeout, instead of DB_QUERY_TIMEOUT_MS). */
+  importTimeoutMs: setting('IMPORT_TIMEOUT_MS', intIn(1000, 86_400_000).default(3_600_000)),
+  bodyLimitBytes: setting('BODY_LIMIT_BYTES', intIn(1024, 1024 ** 3).default(1024 * 1024)),
+  designBodyLimitBytes: setting('DESIGN_BODY_LIMIT_BYTES', intIn(1024, 1024 ** 3).default(5 * 1024 * 1024)),
+  shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', intIn(0, 600_000).default(15_000)),
+  dbQueryTimeoutMs: setting('DB_QUERY_TIMEOUT_MS', intIn(0, 3_600_000).default(30_000)),
+  smtpPoolSize: setting('SMTP_POOL_SIZE', intIn(1, 100).default(5)),
+  smtpTimeoutMs: setting('SMTP_TIMEOUT_MS', intIn(1000, 600_000).default(30_000)),
+  /** Messages in flight per worker process. */
+  sendConcurrency: setting('SEND_CONCURRENCY', intIn(1, 1000).default(20)),
+  /** Recipient rows claimed per batch. */
+  sendBatchSize: setting('SEND_BATCH_SIZE', intIn(1, 10_000).default(200)),
+  /** First retry delay after a temporary failure; doubles per attempt (capped at 6 h). */
+  retryBaseMs: setting('RETRY_BASE_MS', intIn(0, 86_400_000).default(60_000)),
+  /** Attempts before a temporarily failing message is given up (counted as a bounce). */
+  maxAttempts: setting('MAX_ATTEMPTS', intIn(1, 100).default(8)),
+  workerPollMs: setting('WORKER_POLL_MS', intIn(10, 60_000).default(500)),
+  /** `process`: SEND_RATE per worker process; `global`: one budget in PostgreSQL shared by all workers. */
+  sendRateScope: setting('SEND_RATE_SCOPE', z.enum(['process', 'global'], { message: 'must be process or global' }).default('process')),
+  /** How long a claimed recipient row stays a worker's before another may take it over (unset: see derive). */
+  sendLeaseMs: setting('SEND_LEASE_MS', intIn(1000, 86_400_000).optional()),
+  /** Envelope and From address of Herald's own mail (verification, notifications); unset: see derive. */
+  mailFrom: setting(
+    'MAIL_FROM',
+    z
+      .string()
+      .trim()
+      .regex(/^[^\r\n<>@\s]+@[^\r\n<>@\s]+$/, { message: 'must be an email address', abort: true })
+      // Herald signs its own mail for this domain and `herald dns` lists its records: an address has none.
+      .refine((v) => !/^\[|^[\d.]+$|:/.test(v.slice(v.indexOf('@') + 1)), { message: 'must be an email address at a domain name, not an IP address' })
+      .optional(),
+  ),
+  /** Events older than this many days are purged by the worker (hourly). */
+  eventsRetentionDays: setting('EVENTS_RETENTION_DAYS', intIn(1, 36_500).default(180)),
+  /** Webhook hosts (names or IPs) allowed although they are private or local; never metadata addresses. */
+  webhookAllowHosts: setting(
+    'WEBHOOK_ALLOW_HOSTS',
+    z
+      .string()
+      .trim()
+      .default('')
+      .transform((v) => list(v).map((h) => h.toLowerCase().replace(/^\[(.*)\]$/, '$1'))),
+  ),
+  /** An endpoint whose every attempt failed for this long is disabled. */
+  webhookDisableAfterHours: setting('WEBHOOK_DISABLE_AFTER_HOURS', intIn(1, 8760).default(72)),
+  /** One webhook request's deadline (connect, send, answer). */
+  webhookTimeoutMs: setting('WEBHOOK_TIMEOUT_MS', intIn(100, 600_000).default(10_000)),
+  /** First webhook retry delay; doubles per attempt (capped at 8 h). */
+  webhookRetryBaseMs: setting('WEBHOOK_RETRY_BASE_MS', intIn(0, 86_400_000).default(30_000)),
+  /** Attempts of one batch before it is given up (the defaults retry for ≈ 24.5 h). */
+  webhookMaxAttempts: setting('WEBHOOK_MAX_ATTEMPTS', intIn(1, 100).default(13)),
+  /** Webhook requests in flight per worker process. */
+  webhookConcurrency: setting('WEBHOOK_CONCURRENCY', intIn(1, 1000).default(10)),
+  /** First retry delay of a notice the SMTP server refused for now; doubles per attempt (capped at 6 h). */
+  notificationRetryBaseMs: setting('NOTIFICATION_RETRY_BASE_MS', intIn(0, 86_400_000).default(60_000)),
+  /** Attempts of a notice before it is given up. */
+  notificationMaxAttempts: setting('NOTIFICATION_MAX_ATTEMPTS', intIn(1, 100).default(8)),
+  /** Notices one worker process mails side by side. */
+  notificationConcurrency: setting('NOTIFICATION_CONCURRENCY', intIn(1, 100).default(5)),
+  /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
+  trackClicks: setting('TRACK_CLICKS', flag.default(true)),
+  /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
+  clickBotWindowSeconds: setting('CLICK_BOT_WINDOW_SECONDS', intIn(0, 86_400).default(10)),
+  /** DNS servers Herald asks (sender DNS checks, webhook hosts); empty: the system resolver. */
+  dnsServers: setting(
+    'DNS_SERVERS',
+    z
+      .string()
+      .trim()
+      .default('')
+      .refine(
+        (v) => {
+          try {
+            parseServers(v);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { message: 'must be a comma list of host:port (IPv6 as [addr]:port)' },
+      )
+      .transform(parseServers),
+  ),
+  /** Key that encrypts private DKIM keys; unset: DATA_DIR/master.key (made on first use). */
+  masterKey: secret(
+    'HERALD_MASTER_KEY',
+    z
+      .string()
+      .trim()
+      .transform((v, ctx) => masterKeyBytes(v) ?? (ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as base64 or 64 hex digits' }), z.NEVER))
+      .optional(),
+  ),
+  /** Domain of envelope senders (VERP bounces); unset: no bounce MX or SPF records to publish. */
+  bounceDomain: setting('BOUNCE_DOMAIN', z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a domain name' }).optional()),
+  /** Host that receives bounces (the bounce domain's MX) and the name the inbound SMTP server greets with (unset: see derive). */
+  inboundHostname: setting('INBOUND_HOSTNAME', z.string().trim().toLowerCase().regex(DOMAIN, { message: 'must be a host name' }).optional()),
+  /** The inbound SMTP server's port (`herald inbound`; `serve` starts it too when set). */
+  inboundSmtpPort: setting('INBOUND_SMTP_PORT', intIn(0, 65535).optional()),
+  /** Its listen address (unset: HOST). */
+  inboundHost: setting('INBOUND_HOST', z.string().trim().min(1).optional()),
+  /** PEM files: with both, the inbound server offers STARTTLS. */
+  inboundTlsCert: setting('INBOUND_TLS_CERT', z.string().trim().min(1).optional()),
+  inboundTlsKey: setting('INBOUND_TLS_KEY', z.string().trim().min(1).optional()),
+  /** Largest inbound message accepted (552 above it). */
+  inboundMaxBytes: setting('INBOUND_MAX_BYTES', intIn(1024, 100 * 1024 * 1024).default(1024 * 1024)),
+  /** Simultaneous inbound SMTP connections. */
+  inboundMaxClients: setting('INBOUND_MAX_CLIENTS', intIn(1, 10_000).default(100)),
+  /** This many soft bounces of one address within SOFT_BOUNCE_DAYS suppress it. */
+  softBounceLimit: setting('SOFT_BOUNCE_LIMIT', intIn(1, 1000).default(3)),
+  softBounceDays: setting('SOFT_BOUNCE_DAYS', intIn(1, 3650).default(30)),
+  /** Kept bounce and complaint reports are purged after this many days. */
+  bounceRetentionDays: setting('BOUNCE_RETENTION_DAYS', intIn(1, 36_500).default(180)),
   // Bounce mailbox (IMAP) and ESP webhooks: README "Deliverability".
-  BOUNCE_IMAP_URL: url(['imap:', 'imaps:']).optional(),
-  BOUNCE_IMAP_DONE_FOLDER: z.string().trim().min(1).max(200).regex(/^[^\r\n\0*%]+$/, { message: 'must be a folder path' }).default('Herald/Processed'),
-  BOUNCE_IMAP_POLL_MS: intIn(1000, 86_400_000).default(60_000),
-  BOUNCE_IMAP_CA_FILE: z.string().trim().min(1).optional(),
-  ESP_METADATA_HEADERS: z.string().trim().optional(),
-  SENDGRID_WEBHOOK_PUBLIC_KEY: z.string().trim().refine(isPublicKey, { message: 'must be the base64 (or PEM) ECDSA public key SendGrid shows' }).optional(),
-  MAILGUN_WEBHOOK_SIGNING_KEY: z.string().trim().min(8).optional(),
-  POSTMARK_WEBHOOK_USER: z.string().trim().min(1).optional(),
-  POSTMARK_WEBHOOK_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
-  SES_SNS_TOPIC_ARNS: z.string().trim().optional(),
-  SES_SNS_TEST_CERT_PEM: z.string().optional(),
-  DASHBOARD_SESSION_IDLE_MINUTES: intIn(1, 525_600).default(720),
-});
+  /** `imap[s]://user:pass@host:port/Mailbox` of a mailbox that receives bounces; the worker follows it. */
+  bounceImapUrl: secret('BOUNCE_IMAP_URL', url(['imap:', 'imaps:']).optional()),
+  /** Where processed bounces and complaints are moved ('/'-separated path; created when missing). */
+  bounceImapDoneFolder: setting(
+    'BOUNCE_IMAP_DONE_FOLDER',
+    z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .regex(/^[^\r\n\0*%]+$/, { message: 'must be a folder path' })
+      .default('Herald/Processed')
+      .transform((f) => f.replace(/^\/+|\/+$/g, '')),
+  ),
+  /** How often the mailbox is checked when the server has no IDLE (and the longest an IDLE lasts). */
+  bounceImapPollMs: setting('BOUNCE_IMAP_POLL_MS', intIn(1000, 86_400_000).default(60_000)),
+  /** A PEM file of CA certificates trusted for the IMAP server's certificate besides the system's (a private CA). */
+  bounceImapCaFile: setting('BOUNCE_IMAP_CA_FILE', z.string().trim().min(1).refine(readable, { message: 'cannot read that file' }).optional()),
+  /** Providers whose metadata header every outgoing message carries (unset: see derive; `none` for none). */
+  espMetadataHeaders: setting(
+    'ESP_METADATA_HEADERS',
+    listOf((p) => (p === 'none' || (ESP_PROVIDERS as readonly string[]).includes(p) ? undefined : `${JSON.stringify(p)} is not one of ${ESP_PROVIDERS.join(', ')}, none`))
+      .transform((ps) => ps.filter((p): p is EspProvider => p !== 'none'))
+      .optional(),
+  ),
+  sendgridWebhookPublicKey: setting(
+    'SENDGRID_WEBHOOK_PUBLIC_KEY',
+    z.string().trim().refine(isPublicKey, { message: 'must be the base64 (or PEM) ECDSA public key SendGrid shows' }).optional(),
+  ),
+  mailgunWebhookSigningKey: secret('MAILGUN_WEBHOOK_SIGNING_KEY', z.string().trim().min(8, { message: 'must be at least 8 characters' }).optional()),
+  /** With POSTMARK_WEBHOOK_PASSWORD: Config.postmarkWebhook (see derive). */
+  postmarkWebhookUser: setting('POSTMARK_WEBHOOK_USER', z.string().trim().min(1).optional()),
+  postmarkWebhookPassword: secret('POSTMARK_WEBHOOK_PASSWORD', z.string().min(8, { message: 'must be at least 8 characters' }).optional()),
+  /** SNS topics whose messages /inbound/ses accepts; empty = the endpoint is off. */
+  sesSnsTopicArns: setting(
+    'SES_SNS_TOPIC_ARNS',
+    listOf((arn) => (/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+$/.test(arn) ? undefined : `${JSON.stringify(arn)} is not an SNS topic ARN`)).default([]),
+  ),
+  /**
+   * Tests only (honoured when NODE_ENV=test): the certificate SNS messages are checked against,
+   * instead of fetching SigningCertURL, and SubscribeURLs on 127.0.0.1 over http are allowed.
+   */
+  sesSnsTestCertPem: setting('SES_SNS_TEST_CERT_PEM', z.string().optional()),
+  /** A dashboard session unused for this long is over (signed out). */
+  dashboardSessionIdleMinutes: setting('DASHBOARD_SESSION_IDLE_MINUTES', intIn(1, 525_600).default(720)),
+};
+
+type Settings = typeof settings;
+
+const schema = z.object(
+  Object.fromEntries(Object.entries(settings).map(([key, s]) => [key, s.schema])) as { [K in keyof Settings]: Settings[K]['schema'] },
+);
+type Parsed = z.output<typeof schema>;
+
+/** The values that depend on other settings or on the environment beyond Herald's variables. */
+function derive(s: Parsed, env: NodeJS.ProcessEnv) {
+  const { postmarkWebhookUser, postmarkWebhookPassword, ...rest } = s;
+  const host = publicHost(s.publicUrl ?? 'http://localhost');
+  return {
+    ...rest,
+    publicUrl: (s.publicUrl ?? `http://localhost:${s.port}`).replace(/\/+$/, ''),
+    // Longer than any one SMTP conversation can take, unless set.
+    sendLeaseMs: s.sendLeaseMs ?? Math.max(60_000, s.smtpTimeoutMs * 3),
+    // An IP address has no domain to sign for or publish records in: like localhost, it gets a placeholder.
+    mailFrom: s.mailFrom ?? `herald@${host === 'localhost' || isIP(host) ? 'localhost.localdomain' : host}`,
+    inboundHostname: s.inboundHostname ?? host,
+    inboundHost: s.inboundHost ?? s.host,
+    espMetadataHeaders: s.espMetadataHeaders ?? configuredProviders(s),
+    postmarkWebhook: postmarkWebhookUser && postmarkWebhookPassword ? { user: postmarkWebhookUser, password: postmarkWebhookPassword } : undefined,
+    sesSnsTestCertPem: env.NODE_ENV === 'test' ? s.sesSnsTestCertPem : undefined,
+  };
+}
+
+export type Config = ReturnType<typeof derive>;
+
+/** PUBLIC_URL's host: a name, or an address without IPv6's brackets. */
+const publicHost = (publicUrl: string) => new URL(publicUrl).hostname.replace(/^\[(.*)\]$/, '$1');
+const ipHost = (publicUrl: string | undefined) => publicUrl !== undefined && isIP(publicHost(publicUrl)) > 0;
 
 /** HERALD_MASTER_KEY as bytes: 64 hex digits or base64 of exactly 32 bytes. */
 function masterKeyBytes(text: string): Buffer | undefined {
@@ -143,242 +327,54 @@ export function parsePublicKey(v: string) {
     : createPublicKey({ key: Buffer.from(v.replace(/\s+/g, ''), 'base64'), format: 'der', type: 'spki' });
 }
 
-/** ESP providers Herald takes events from, and whose metadata header it can add to outgoing mail. */
-export const ESP_PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'ses'] as const;
-export type EspProvider = (typeof ESP_PROVIDERS)[number];
-
-export interface Config {
-  port: number;
-  host: string;
-  databaseUrl?: string;
-  dataDir: string;
-  embeddedDbPort: number;
-  dbPoolMax: number;
-  smtpUrl?: string;
-  publicUrl: string;
-  sendRate: number;
-  worker: boolean;
-  logLevel: string;
-  rateLimitPerMinute: number;
-  importMaxBytes: number;
-  /** How long a CSV import may take once uploaded (its own statement timeout, instead of DB_QUERY_TIMEOUT_MS). */
-  importTimeoutMs: number;
-  bodyLimitBytes: number;
-  designBodyLimitBytes: number;
-  shutdownTimeoutMs: number;
-  dbQueryTimeoutMs: number;
-  smtpPoolSize: number;
-  smtpTimeoutMs: number;
-  /** Messages in flight per worker process. */
-  sendConcurrency: number;
-  /** Recipient rows claimed per batch. */
-  sendBatchSize: number;
-  /** First retry delay after a temporary failure; doubles per attempt (capped at 6 h). */
-  retryBaseMs: number;
-  /** Attempts before a temporarily failing message is given up (counted as a bounce). */
-  maxAttempts: number;
-  workerPollMs: number;
-  /** `process`: SEND_RATE per worker process; `global`: one budget in PostgreSQL shared by all workers. */
-  sendRateScope: 'process' | 'global';
-  /** How long a claimed recipient row stays a worker's before another may take it over. */
-  sendLeaseMs: number;
-  /** Envelope and From address of Herald's own mail (verification, notifications). */
-  mailFrom: string;
-  /** Events older than this many days are purged by the worker (hourly). */
-  eventsRetentionDays: number;
-  /** Webhook hosts (names or IPs) allowed although they are private or local; never metadata addresses. */
-  webhookAllowHosts: string[];
-  /** An endpoint whose every attempt failed for this long is disabled. */
-  webhookDisableAfterHours: number;
-  /** One webhook request's deadline (connect, send, answer). */
-  webhookTimeoutMs: number;
-  /** First webhook retry delay; doubles per attempt (capped at 8 h). */
-  webhookRetryBaseMs: number;
-  /** Attempts of one batch before it is given up (the defaults retry for ≈ 24.5 h). */
-  webhookMaxAttempts: number;
-  /** Webhook requests in flight per worker process. */
-  webhookConcurrency: number;
-  /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
-  trackClicks: boolean;
-  /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
-  clickBotWindowSeconds: number;
-  /** DNS servers Herald asks (sender DNS checks, webhook hosts); empty: the system resolver. */
-  dnsServers: string[];
-  /** Key that encrypts private DKIM keys; unset: DATA_DIR/master.key (made on first use). */
-  masterKey?: Buffer;
-  /** Domain of envelope senders (VERP bounces); unset: no bounce MX or SPF records to publish. */
-  bounceDomain?: string;
-  /** Host that receives bounces (the bounce domain's MX) and the name the inbound SMTP server greets with. */
-  inboundHostname: string;
-  /** The inbound SMTP server's port (`herald inbound`; `serve` starts it too when set). */
-  inboundSmtpPort?: number;
-  /** Its listen address (default HOST). */
-  inboundHost: string;
-  /** PEM files: with both, the inbound server offers STARTTLS. */
-  inboundTlsCert?: string;
-  inboundTlsKey?: string;
-  /** Largest inbound message accepted (552 above it). */
-  inboundMaxBytes: number;
-  /** Simultaneous inbound SMTP connections. */
-  inboundMaxClients: number;
-  /** This many soft bounces of one address within SOFT_BOUNCE_DAYS suppress it. */
-  softBounceLimit: number;
-  softBounceDays: number;
-  /** Kept bounce and complaint reports are purged after this many days. */
-  bounceRetentionDays: number;
-  /** `imap[s]://user:pass@host:port/Mailbox` of a mailbox that receives bounces; the worker follows it. */
-  bounceImapUrl?: string;
-  /** Where processed bounces and complaints are moved ('/'-separated path; created when missing). */
-  bounceImapDoneFolder: string;
-  /** How often the mailbox is checked when the server has no IDLE (and the longest an IDLE lasts). */
-  bounceImapPollMs: number;
-  /** A PEM file of CA certificates trusted for the IMAP server's certificate besides the system's (a private CA). */
-  bounceImapCaFile?: string;
-  /** Providers whose metadata header every outgoing message carries (default: those with a webhook configured). */
-  espMetadataHeaders: EspProvider[];
-  sendgridWebhookPublicKey?: string;
-  mailgunWebhookSigningKey?: string;
-  postmarkWebhook?: { user: string; password: string };
-  /** SNS topics whose messages /inbound/ses accepts; empty = the endpoint is off. */
-  sesSnsTopicArns: string[];
-  /**
-   * Tests only (honoured when NODE_ENV=test): the certificate SNS messages are checked against,
-   * instead of fetching SigningCertURL, and SubscribeURLs on 127.0.0.1 over http are allowed.
-   */
-  sesSnsTestCertPem?: string;
-  /** A dashboard session unused for this long is over (signed out). */
-  dashboardSessionIdleMinutes: number;
-}
-
 export class ConfigError extends Error {}
 
 /** Reads the environment once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable means "not set", as in most twelve-factor tools.
   const present = Object.fromEntries(
-    Object.keys(schema.shape)
-      .filter((k) => env[k] !== undefined && env[k] !== '')
-      .map((k) => [k, env[k]]),
+    Object.entries(settings)
+      .filter(([, s]) => env[s.name] !== undefined && env[s.name] !== '')
+      .map(([key, s]) => [key, env[s.name]]),
   );
   const parsed = schema.safeParse(present);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
-      const name = String(i.path[0]);
-      return `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
+      const { name, secret } = settings[i.path[0] as keyof Settings];
+      return secret ? `  ${name} (value not shown): ${i.message}` : `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  const c = parsed.data;
-  if (Boolean(c.INBOUND_TLS_CERT) !== Boolean(c.INBOUND_TLS_KEY)) {
-    throw new ConfigError('Invalid configuration:\n  INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
-  }
-  if (c.BOUNCE_IMAP_CA_FILE && !readable(c.BOUNCE_IMAP_CA_FILE)) {
-    throw new ConfigError(`Invalid configuration:\n  BOUNCE_IMAP_CA_FILE=${JSON.stringify(c.BOUNCE_IMAP_CA_FILE)}: cannot read that file`);
-  }
-  const espProblems = espSettingProblems(c, env);
-  if (espProblems.length) throw new ConfigError(`Invalid configuration:\n${espProblems.join('\n')}`);
-  return {
-    port: c.PORT,
-    host: c.HOST,
-    databaseUrl: c.DATABASE_URL,
-    dataDir: path.resolve(c.DATA_DIR),
-    embeddedDbPort: c.EMBEDDED_DB_PORT,
-    dbPoolMax: c.DB_POOL_MAX,
-    smtpUrl: c.SMTP_URL,
-    publicUrl: (c.PUBLIC_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, ''),
-    sendRate: c.SEND_RATE,
-    worker: c.WORKER,
-    logLevel: c.LOG_LEVEL,
-    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
-    importMaxBytes: c.IMPORT_MAX_BYTES,
-    importTimeoutMs: c.IMPORT_TIMEOUT_MS,
-    bodyLimitBytes: c.BODY_LIMIT_BYTES,
-    designBodyLimitBytes: c.DESIGN_BODY_LIMIT_BYTES,
-    shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
-    dbQueryTimeoutMs: c.DB_QUERY_TIMEOUT_MS,
-    smtpPoolSize: c.SMTP_POOL_SIZE,
-    smtpTimeoutMs: c.SMTP_TIMEOUT_MS,
-    sendConcurrency: c.SEND_CONCURRENCY,
-    sendBatchSize: c.SEND_BATCH_SIZE,
-    retryBaseMs: c.RETRY_BASE_MS,
-    maxAttempts: c.MAX_ATTEMPTS,
-    workerPollMs: c.WORKER_POLL_MS,
-    sendRateScope: c.SEND_RATE_SCOPE,
-    // Longer than any one SMTP conversation can take, unless set.
-    sendLeaseMs: c.SEND_LEASE_MS ?? Math.max(60_000, c.SMTP_TIMEOUT_MS * 3),
-    mailFrom: c.MAIL_FROM ?? `herald@${new URL(c.PUBLIC_URL ?? 'http://localhost').hostname.replace(/^localhost$/, 'localhost.localdomain')}`,
-    eventsRetentionDays: c.EVENTS_RETENTION_DAYS,
-    webhookAllowHosts: c.WEBHOOK_ALLOW_HOSTS.split(',')
-      .map((h) => h.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1'))
-      .filter(Boolean),
-    webhookDisableAfterHours: c.WEBHOOK_DISABLE_AFTER_HOURS,
-    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
-    webhookRetryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
-    webhookMaxAttempts: c.WEBHOOK_MAX_ATTEMPTS,
-    webhookConcurrency: c.WEBHOOK_CONCURRENCY,
-    trackClicks: c.TRACK_CLICKS,
-    clickBotWindowSeconds: c.CLICK_BOT_WINDOW_SECONDS,
-    dnsServers: c.DNS_SERVERS ? parseServers(c.DNS_SERVERS) : [],
-    masterKey: c.HERALD_MASTER_KEY ? masterKeyBytes(c.HERALD_MASTER_KEY) : undefined,
-    bounceDomain: c.BOUNCE_DOMAIN,
-    inboundHostname: c.INBOUND_HOSTNAME ?? new URL(c.PUBLIC_URL ?? 'http://localhost').hostname,
-    inboundSmtpPort: c.INBOUND_SMTP_PORT,
-    inboundHost: c.INBOUND_HOST ?? c.HOST,
-    inboundTlsCert: c.INBOUND_TLS_CERT,
-    inboundTlsKey: c.INBOUND_TLS_KEY,
-    inboundMaxBytes: c.INBOUND_MAX_BYTES,
-    inboundMaxClients: c.INBOUND_MAX_CLIENTS,
-    softBounceLimit: c.SOFT_BOUNCE_LIMIT,
-    softBounceDays: c.SOFT_BOUNCE_DAYS,
-    bounceRetentionDays: c.BOUNCE_RETENTION_DAYS,
-    bounceImapUrl: c.BOUNCE_IMAP_URL,
-    bounceImapDoneFolder: c.BOUNCE_IMAP_DONE_FOLDER.replace(/^\/+|\/+$/g, ''),
-    bounceImapPollMs: c.BOUNCE_IMAP_POLL_MS,
-    bounceImapCaFile: c.BOUNCE_IMAP_CA_FILE,
-    espMetadataHeaders: espMetadataHeaders(c),
-    sendgridWebhookPublicKey: c.SENDGRID_WEBHOOK_PUBLIC_KEY,
-    mailgunWebhookSigningKey: c.MAILGUN_WEBHOOK_SIGNING_KEY,
-    postmarkWebhook:
-      c.POSTMARK_WEBHOOK_USER && c.POSTMARK_WEBHOOK_PASSWORD ? { user: c.POSTMARK_WEBHOOK_USER, password: c.POSTMARK_WEBHOOK_PASSWORD } : undefined,
-    sesSnsTopicArns: list(c.SES_SNS_TOPIC_ARNS),
-    sesSnsTestCertPem: env.NODE_ENV === 'test' ? c.SES_SNS_TEST_CERT_PEM : undefined,
-    dashboardSessionIdleMinutes: c.DASHBOARD_SESSION_IDLE_MINUTES,
-  };
+  const problems = combinationProblems(parsed.data);
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  // Every property present, unset ones as undefined (zod leaves them out).
+  const unset = Object.fromEntries(Object.keys(settings).map((key) => [key, undefined]));
+  return derive({ ...unset, ...parsed.data }, env);
 }
 
-const list = (v: string | undefined) =>
-  (v ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-
-type Parsed = z.infer<typeof schema>;
-
 /** Settings that are only wrong together. */
-function espSettingProblems(c: Parsed, env: NodeJS.ProcessEnv): string[] {
+function combinationProblems(s: Parsed): string[] {
   const out: string[] = [];
-  if (Boolean(c.POSTMARK_WEBHOOK_USER) !== Boolean(c.POSTMARK_WEBHOOK_PASSWORD))
-    out.push('  POSTMARK_WEBHOOK_USER / POSTMARK_WEBHOOK_PASSWORD: set both or neither');
-  for (const arn of list(c.SES_SNS_TOPIC_ARNS))
-    if (!/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+$/.test(arn)) out.push(`  SES_SNS_TOPIC_ARNS=${JSON.stringify(env.SES_SNS_TOPIC_ARNS)}: ${JSON.stringify(arn)} is not an SNS topic ARN`);
-  for (const p of list(c.ESP_METADATA_HEADERS))
-    if (p !== 'none' && !(ESP_PROVIDERS as readonly string[]).includes(p))
-      out.push(`  ESP_METADATA_HEADERS=${JSON.stringify(env.ESP_METADATA_HEADERS)}: ${JSON.stringify(p)} is not one of ${ESP_PROVIDERS.join(', ')}, none`);
+  if (s.inboundSmtpPort !== undefined && !s.bounceDomain)
+    out.push('INBOUND_SMTP_PORT needs BOUNCE_DOMAIN: the inbound SMTP server receives the bounces sent to that domain');
+  if (s.bounceDomain && !s.inboundHostname && ipHost(s.publicUrl))
+    out.push("BOUNCE_DOMAIN needs INBOUND_HOSTNAME when PUBLIC_URL's host is an IP address: the bounce domain's MX record names a host");
+  if (Boolean(s.inboundTlsCert) !== Boolean(s.inboundTlsKey)) out.push('INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
+  if (Boolean(s.postmarkWebhookUser) !== Boolean(s.postmarkWebhookPassword)) out.push('POSTMARK_WEBHOOK_USER / POSTMARK_WEBHOOK_PASSWORD: set both or neither');
   return out;
 }
 
 /**
- * Which metadata headers go on every message: ESP_METADATA_HEADERS when set (`none` for none),
- * otherwise those of the providers whose webhook is configured — a provider whose events
- * Herald reads is a provider Herald sends through, and nobody else's header costs bytes.
+ * The metadata headers that go on every message when ESP_METADATA_HEADERS is unset: those of the
+ * providers whose webhook is configured — a provider whose events Herald reads is a provider
+ * Herald sends through, and nobody else's header costs bytes.
  */
-function espMetadataHeaders(c: Parsed): EspProvider[] {
-  if (c.ESP_METADATA_HEADERS !== undefined) return list(c.ESP_METADATA_HEADERS).filter((p): p is EspProvider => p !== 'none');
+function configuredProviders(s: Parsed): EspProvider[] {
   const configured: Record<EspProvider, boolean> = {
-    sendgrid: Boolean(c.SENDGRID_WEBHOOK_PUBLIC_KEY),
-    mailgun: Boolean(c.MAILGUN_WEBHOOK_SIGNING_KEY),
-    postmark: Boolean(c.POSTMARK_WEBHOOK_USER && c.POSTMARK_WEBHOOK_PASSWORD),
-    ses: list(c.SES_SNS_TOPIC_ARNS).length > 0,
+    sendgrid: Boolean(s.sendgridWebhookPublicKey),
+    mailgun: Boolean(s.mailgunWebhookSigningKey),
+    postmark: Boolean(s.postmarkWebhookUser && s.postmarkWebhookPassword),
+    ses: s.sesSnsTopicArns.length > 0,
   };
   return ESP_PROVIDERS.filter((p) => configured[p]);
 }

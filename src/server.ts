@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { KeyCache } from './accounts/key-cache';
 import { countAccounts, createAccount } from './accounts/accounts.service';
 import { createApp } from './app';
-import type { Config } from './config';
+import { ConfigError, type Config } from './config';
 import { createDb } from './db/knex';
 import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
@@ -95,6 +95,8 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
 
 /** `herald inbound`: the inbound SMTP server alone (bounces and complaints for BOUNCE_DOMAIN). */
 export async function startInbound(config: Config, logger: Logger): Promise<RunningWorker> {
+  // Before the database: nothing starts that would only stop again.
+  if (!config.bounceDomain) throw new ConfigError('Invalid configuration:\n  herald inbound needs BOUNCE_DOMAIN: the domain whose bounces it receives');
   const database = await resolveDatabase(config, logger, true);
   const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-inbound', logger });
   let inbound: InboundSmtp;

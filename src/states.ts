@@ -2,7 +2,9 @@
  * Herald's state machines, each named once: the values the database stores (and the API
  * returns, as the spec has them) and the moves allowed between them.
  *
- * - The database refuses any other value (CHECK constraints, migrations/202611270100_status-checks.ts).
+ * - The database refuses any other value (CHECK constraints: migrations/202611270100_status-checks.ts,
+ *   202612030110_state-checks.ts and the migrations that made the tables; test/api/status-checks.test.ts
+ *   fails on a status-like column without one).
  * - A service that moves one record asks `canMove(from, to)` and refuses the request otherwise.
  * - SQL that moves many rows at once takes its ends from `move(from, to)`, which throws when the
  *   module loads if the table below does not allow that move; other SQL names a state through
@@ -24,6 +26,8 @@ export interface Move<S extends StateValue> {
 
 export interface Machine<K extends string, S extends StateValue> {
   readonly name: string;
+  /** Each state's value by its name (the map the machine was made from). */
+  readonly named: Readonly<Record<K, S>>;
   /** Every value, as the CHECK constraint lists them. */
   readonly values: readonly S[];
   /** The values a record is created with. */
@@ -54,6 +58,7 @@ function machine<K extends string, S extends StateValue>(
   const canMove = (from: S, to: S) => moves.get(from)?.includes(to) ?? false;
   return {
     name,
+    named,
     values: keys.map((k) => named[k]),
     initial: table.initial.map((k) => named[k]),
     sql: Object.fromEntries(keys.map((k) => [k, sqlValue(named[k])])) as Record<K, string>,
@@ -169,6 +174,90 @@ export const senderVerification = machine('sender verification', SenderVerificat
   moves: { Unverified: ['Verified', 'Unverified'], Verified: ['Verified', 'Unverified'] },
 });
 
+// ── Background jobs: jobs.status, outbox_jobs.status, webhook_deliveries.status ────────────
+
+/** The names every job table's states have, so one runner (src/jobs) moves them all. */
+export type JobStateName = 'Queued' | 'Done' | 'Failed';
+
+/**
+ * Queued while a job waits, and while it is claimed: a claim is a lease (the row's
+ * next_attempt_at moved to the lease's end) and an attempt number, not a state. Then done;
+ * failed (a permanent failure, or the kind's last attempt failed); or queued again for a
+ * retry. A job whose subject goes away is failed at once (a webhook deleted).
+ */
+const JOB_MOVES = {
+  initial: ['Queued'],
+  moves: { Queued: ['Queued', 'Done', 'Failed'], Done: [], Failed: [] },
+} as const satisfies { initial: readonly JobStateName[]; moves: Record<JobStateName, readonly JobStateName[]> };
+
+/** jobs.status and outbox_jobs.status. */
+export const JobStatus = { Queued: 'queued', Done: 'done', Failed: 'failed' } as const;
+export type JobStatus = ValueOf<typeof JobStatus>;
+export const jobStatus = machine('job status', JobStatus, JOB_MOVES);
+
+/**
+ * webhook_deliveries.status: a webhook batch is a job under the words GET /webhooks/deliveries
+ * has always shown (pending, delivered, failed).
+ */
+export const WebhookBatchStatus = { Queued: 'pending', Done: 'delivered', Failed: 'failed' } as const;
+export type WebhookBatchStatus = ValueOf<typeof WebhookBatchStatus>;
+export const webhookBatchStatus = machine('webhook batch status', WebhookBatchStatus, JOB_MOVES);
+
+// ── webhooks.is_active ──────────────────────────────────────────────────────────────────────
+
+export const WebhookActivity = { Inactive: 0, Active: 1 } as const;
+export type WebhookActivity = ValueOf<typeof WebhookActivity>;
+
+/**
+ * Created active (or paused, when the request says so). A save sets either; the worker moves
+ * an active endpoint that has failed for WEBHOOK_DISABLE_AFTER_HOURS to inactive.
+ */
+export const webhookActivity = machine('webhook activity', WebhookActivity, {
+  initial: ['Active', 'Inactive'],
+  moves: { Active: ['Active', 'Inactive'], Inactive: ['Inactive', 'Active'] },
+});
+
+// ── unsubscribe_groups.is_display ───────────────────────────────────────────────────────────
+// Spec: 1 shown on the unsubscribe preferences page, 0 not shown there.
+
+export const GroupDisplay = { Hidden: 0, Shown: 1 } as const;
+export type GroupDisplay = ValueOf<typeof GroupDisplay>;
+
+/** Set by each save, either way. */
+export const groupDisplay = machine('unsubscribe group display', GroupDisplay, {
+  initial: ['Shown', 'Hidden'],
+  moves: { Shown: ['Shown', 'Hidden'], Hidden: ['Hidden', 'Shown'] },
+});
+
+// ── dkim_keys.state and dns_status ──────────────────────────────────────────────────────────
+
+export const KeyState = { Active: 'active', Pending: 'pending', Retired: 'retired' } as const;
+export type KeyState = ValueOf<typeof KeyState>;
+
+/**
+ * A domain's first key is made active; a rotation makes a pending one. A pending key whose
+ * record is found published becomes active and the active one is retired; a rotation while
+ * one is pending retires the pending one. Retired keys stay (their selectors are never reused).
+ */
+export const keyState = machine('DKIM key state', KeyState, {
+  initial: ['Active', 'Pending'],
+  moves: { Active: ['Retired'], Pending: ['Active', 'Retired'], Retired: [] },
+});
+
+export const DnsRecordStatus = { Verified: 'verified', Missing: 'missing', Mismatch: 'mismatch', Unchecked: 'unchecked' } as const;
+export type DnsRecordStatus = ValueOf<typeof DnsRecordStatus>;
+
+/** A DNS record's last check: unchecked until one ran (or when the lookup failed); each check replaces it. */
+export const dnsRecordStatus = machine('DNS record status', DnsRecordStatus, {
+  initial: ['Unchecked'],
+  moves: {
+    Verified: ['Verified', 'Missing', 'Mismatch', 'Unchecked'],
+    Missing: ['Verified', 'Missing', 'Mismatch', 'Unchecked'],
+    Mismatch: ['Verified', 'Missing', 'Mismatch', 'Unchecked'],
+    Unchecked: ['Verified', 'Missing', 'Mismatch', 'Unchecked'],
+  },
+});
+
 // ── Fixed kinds: chosen when a record is made, never moved ──────────────────────────────────
 
 /** single_sends.schedule_type (spec): 0 sent immediately, 1 at the given date and time. */
@@ -182,3 +271,7 @@ export type AutomationType = ValueOf<typeof AutomationType>;
 /** automations.exit_criteria: 0 leave on unsubscribe only, 1 also when removed from the target. */
 export const ExitCriteria = { OnUnsubscribe: 0, OnRemoval: 1 } as const;
 export type ExitCriteria = ValueOf<typeof ExitCriteria>;
+
+/** templates.is_blank (a built-in template, written by the seeds): 1 the blank canvas, 0 a designed one. */
+export const TemplateBlank = { Designed: 0, Blank: 1 } as const;
+export type TemplateBlank = ValueOf<typeof TemplateBlank>;

@@ -95,29 +95,3 @@ export const Section = ({ title, id, children }: { title: string; id?: string; c
     {children}
   </section>
 );
-
-/** The hourly timeline and links of GET /single/send/stats and /automations/stats. */
-export interface TimelineHour {
-  hour: string;
-  delivered: number;
-  opens: number;
-  clicks: number;
-  unsubscribes: number;
-}
-export interface LinkCount {
-  url: string;
-  unique_clicks: number;
-  total_clicks: number;
-}
-/** The counters GET /single/send/stats and /automations/stats share (Herald's own names). */
-export interface SharedCounters {
-  deferred: number;
-  dropped: number;
-  bounced_hard: number;
-  bounced_soft: number;
-  unique_clicks: number;
-  total_clicks: number;
-  complaints: number;
-  links: LinkCount[];
-  timeline: TimelineHour[];
-}

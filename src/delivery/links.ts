@@ -1,9 +1,11 @@
 import type { Knex } from 'knex';
+import { columnsOf, OWNER_COLUMNS, type Owner } from '../sources';
 
 /**
- * Click tracking at render: the links of a design are found once per send or automation,
- * registered in `tracked_links`, and their hrefs replaced by a `((__click_<id>))` placeholder
- * that each recipient's message fills with its own signed `/t/click/<token>` URL (render.ts).
+ * Click tracking at render: the links of a design are found once per send or automation (its
+ * owner, src/sources), registered in `tracked_links`, and their hrefs replaced by a
+ * `((__click_<id>))` placeholder that each recipient's message fills with its own signed
+ * `/t/click/<token>` URL (render.ts).
  *
  * Tracked: every `http(s)` href of an `<a>` or `<area>`. Left as they are: `mailto:` and any
  * other scheme; links with a `data-herald-notrack` attribute; hrefs holding a placeholder
@@ -84,37 +86,43 @@ export function withClickPlaceholders(html: string, publicUrl: string, ids: Read
   return out + html.slice(last);
 }
 
-export type LinkOwner = { userId: number } & ({ singleSendId: number; automationId?: undefined } | { automationId: number; singleSendId?: undefined });
-
 /**
- * Registers the links of one send's or automation's design (existing ones are kept with their
- * counters: a design compiled again, or another email of the same automation with the same
- * link, finds the same row). Returns the id of each URL.
+ * Registers the links of one owner's designs (src/sources: a single send, or an automation, whose
+ * emails share their links): existing ones are kept with their counters, so a design compiled
+ * again, or another email of the same automation with the same link, finds the same row. Returns
+ * the id of each URL.
  */
-export async function registerLinks(db: Knex, owner: LinkOwner, urls: string[]): Promise<Map<string, number>> {
+export async function registerLinks(db: Knex, userId: number, owner: Owner, urls: string[]): Promise<Map<string, number>> {
   const ids = new Map<string, number>();
   // Twice at most: a row another process inserted after this statement's snapshot is only
   // found by the next statement.
   for (let round = 0; round < 2 && ids.size < urls.length; round++) {
-    for (const [url, id] of await upsertLinks(db, owner, urls.filter((u) => !ids.has(u)))) ids.set(url, id);
+    for (const [url, id] of await upsertLinks(db, userId, owner, urls.filter((u) => !ids.has(u)))) ids.set(url, id);
   }
   return ids;
 }
 
-async function upsertLinks(db: Knex, owner: LinkOwner, urls: string[]): Promise<Array<[string, number]>> {
+/**
+ * One statement: insert the URLs not yet registered, and read back every URL's row. The owner
+ * columns, each `coalesce(…, 0)`, are those of the unique index `tracked_links_owner_url`, which
+ * the conflict target must name.
+ */
+async function upsertLinks(db: Knex, userId: number, owner: Owner, urls: string[]): Promise<Array<[string, number]>> {
   if (urls.length === 0) return [];
+  const columns = columnsOf(owner) as Record<string, number | null>;
+  const keyed = OWNER_COLUMNS.map((c) => `coalesce(${c}, 0)`).join(', ');
   const { rows } = await db.raw(
     `WITH v AS (SELECT url, n FROM unnest(?::text[]) WITH ORDINALITY AS v(url, n)),
      added AS (
-       INSERT INTO tracked_links (user_id, single_send_id, automation_id, url)
-       SELECT ?, ?, ?, url FROM v ORDER BY n
-       ON CONFLICT (user_id, coalesce(single_send_id, 0), coalesce(automation_id, 0), md5(url)) DO NOTHING
+       INSERT INTO tracked_links (user_id, ${OWNER_COLUMNS.join(', ')}, url)
+       SELECT ?, ${OWNER_COLUMNS.map(() => '?::integer').join(', ')}, url FROM v ORDER BY n
+       ON CONFLICT (user_id, ${keyed}, md5(url)) DO NOTHING
        RETURNING id, url)
      SELECT id, url FROM added
      UNION ALL
      SELECT l.id, l.url FROM tracked_links l JOIN v ON md5(l.url) = md5(v.url) AND l.url = v.url
-     WHERE l.user_id = ? AND coalesce(l.single_send_id, 0) = ? AND coalesce(l.automation_id, 0) = ?`,
-    [urls, owner.userId, owner.singleSendId ?? null, owner.automationId ?? null, owner.userId, owner.singleSendId ?? 0, owner.automationId ?? 0],
+     WHERE l.user_id = ? AND ${OWNER_COLUMNS.map((c) => `coalesce(l.${c}, 0) = ?`).join(' AND ')}`,
+    [urls, userId, ...OWNER_COLUMNS.map((c) => columns[c]), userId, ...OWNER_COLUMNS.map((c) => columns[c] ?? 0)],
   );
   return (rows as Array<{ id: string; url: string }>).map((r) => [r.url, Number(r.id)]);
 }

@@ -3,6 +3,7 @@ import { enhancedStatus } from '../bounces/fields';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import { softBounceCounts, suppress, type Suppression } from '../suppression';
+import { fenceSql, type Fence } from '../jobs/fence';
 import { DeliveryStatus, deliveryStatus } from '../states';
 
 /**
@@ -13,9 +14,11 @@ import { DeliveryStatus, deliveryStatus } from '../states';
  * as queued rows, once its lease runs out — no separate sweep puts it back.
  *
  * A claim is identified by the row's attempt number: the outcomes and the release of a claim
- * apply only while the row is still `sending` under that attempt, so a worker that lost its
- * lease (it stalled past it, another worker took the row over) cannot overwrite the newer
- * attempt's outcome or count it twice.
+ * apply only while the row is still `sending` under that attempt (the fencing rule every claim
+ * shares, src/jobs/fence.ts), so a worker that lost its lease (it stalled past it, another
+ * worker took the row over) cannot overwrite the newer attempt's outcome or count it twice.
+ * The claim itself is this file's own (CLAIM_SQL: the hot path, benchmarked by bench:send); the
+ * job runner's claim for other background work is src/jobs/claim.ts.
  */
 export interface ClaimedRow {
   id: number;
@@ -107,6 +110,9 @@ export async function claimBatch(db: Knex, limit: number, leaseMs: number): Prom
 
 const RELEASE = deliveryStatus.move(DeliveryStatus.Sending, DeliveryStatus.Queued);
 
+/** A claimed row is `sending` under the attempt its claim counted. */
+const FENCE: Fence = { claimedSql: RELEASE.fromSql, attempts: 'attempts' };
+
 /**
  * Rows this worker claimed and never tried (it is stopping): due again at once, as they were,
  * the claim's attempt undone. A row another worker has since taken over is left alone.
@@ -116,7 +122,7 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
   await db.raw(
     `UPDATE deliveries d SET status = ${RELEASE.toSql}, attempts = d.attempts - 1, locked_until = NULL, next_attempt_at = now()
      FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, attempts integer)
-     WHERE d.id = v.id AND d.user_id = v.user_id AND d.status IN (${RELEASE.fromSql}) AND d.attempts = v.attempts`,
+     WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}`,
     [JSON.stringify(claims.map(({ id, user_id, attempts }) => ({ id, user_id, attempts })))],
   );
 }
@@ -147,7 +153,7 @@ export const RECORD_OUTCOMES_SQL = `
     locked_until = NULL
   FROM json_to_recordset(?::json)
     AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz, code integer)
-  WHERE d.id = v.id AND d.user_id = v.user_id AND d.status = ${D.Sending} AND d.attempts = v.attempts
+  WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}
   RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.email, d.status, v.error, v.code`;
 
 interface Applied {
@@ -207,17 +213,17 @@ async function smtpSuppressions(trx: Knex.Transaction, applied: Applied[], polic
   return out;
 }
 
-/**
- * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
- * transaction, so an outcome and its event are never one without the other. Returns how many
- * outcomes applied.
- */
 /** The soft-bounce rule (SOFT_BOUNCE_LIMIT soft bounces within SOFT_BOUNCE_DAYS suppress an address). */
 export interface SoftBouncePolicy {
   softBounceLimit: number;
   softBounceDays: number;
 }
 
+/**
+ * Records a batch's outcomes and their events (delivered, deferred, bounced) in one
+ * transaction, so an outcome and its event are never one without the other. Returns how many
+ * outcomes applied.
+ */
 export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
   const values = outcomes.map((o, i) => ({

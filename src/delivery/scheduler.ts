@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { countQueued } from '../statistics';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 
@@ -46,10 +47,14 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
     );
     const rows = result.rows as SendRow[];
     for (const s of rows) {
-      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.started', `Single send “${s.single_send_name}” started`, {
-        single_send: s.single_send_name,
-        utr: s.utr,
-      });
+      await recordAccountEvent(
+        { db: trx },
+        s.user_id,
+        'single_send.started',
+        `Single send “${s.single_send_name}” started`,
+        { single_send: s.single_send_name, utr: s.utr },
+        { singleSendId: s.id },
+      );
     }
     return rows;
   });
@@ -147,6 +152,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
       triggered: trx.raw('triggered + ?', [inserted]),
     });
   if (!updated) throw new SendGone();
+  await countQueued(trx, [{ userId: send.user_id, source: { kind: 'single_send', singleSendId: send.id }, n: inserted }]);
   if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
 }
 
@@ -177,7 +183,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       );
       const s = (result.rows as SendRow[])[0];
       if (!s) return undefined;
-      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, {
+      const facts = {
         single_send: s.single_send_name,
         utr: s.utr,
         triggered: s.triggered,
@@ -185,7 +191,8 @@ export async function completeSends(deps: EventDeps): Promise<number> {
         bounces: s.bounces,
         unique_opens: s.unique_opens,
         unsubscribes: s.unsubscribes,
-      });
+      };
+      await recordAccountEvent({ db: trx }, s.user_id, 'single_send.completed', `Single send “${s.single_send_name}” completed`, facts, { singleSendId: s.id });
       return s;
     });
     if (!done) continue;

@@ -5,6 +5,7 @@ import { signMessage } from '../dkim/sign';
 import type { Logger } from '../logger';
 import { clickSigner, recipientToken } from '../recipient-token';
 import { verpAddress } from '../bounces/verp';
+import { retryDelay } from '../jobs/backoff';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
@@ -20,9 +21,8 @@ export interface SenderDeps {
   throttle: { take(): Promise<void> };
 }
 
-function retryDelay(config: Config, attempts: number): number {
-  return Math.min(config.retryBaseMs * 2 ** Math.max(0, attempts - 1), 6 * 3600_000);
-}
+/** A temporary failure is retried after RETRY_BASE_MS doubling, the doubling capped at 6 h (src/jobs/backoff.ts). */
+const retryBackoff = (config: Config) => ({ baseMs: config.retryBaseMs, maxMs: 6 * 3600_000 });
 
 /** What the renderer reads of a claimed row: a contact's current values, or a hand-added recipient's copy. */
 function recipientData(row: ClaimedRow, token: string, clickUrl: (linkId: number) => string): RecipientData {
@@ -193,7 +193,7 @@ export class Sender {
       const e = err instanceof MailError ? err : new MailError(String((err as Error)?.message ?? err), false);
       if (e.permanent) return { status: DeliveryStatus.Bounced, error: e.message, code: e.code };
       if (row.attempts >= config.maxAttempts) return { status: DeliveryStatus.Failed, error: e.message, code: e.code };
-      return { status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: new Date(Date.now() + retryDelay(config, row.attempts)) };
+      return { status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: new Date(Date.now() + retryDelay(row.attempts, retryBackoff(config))) };
     }
   }
 }

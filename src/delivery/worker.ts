@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import { runOutbox } from '../events/outbox';
-import { purgeBounceReports, purgeEvents } from '../events/retention';
-import { purgeDeliveries, runWebhooks } from '../webhooks/dispatch';
+import { notifications } from '../events/notification-mail';
+import { purgeExpired } from '../events/retention';
+import { runDueJobs, type JobKind } from '../jobs/runner';
+import { runWebhooks } from '../webhooks/dispatch';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
 import { BounceMailboxFollower } from '../bounces/imap-follower';
@@ -20,26 +21,42 @@ export interface WorkerDeps {
   mailer: Mailer;
 }
 
+/**
+ * Kinds of job of the `jobs` table (src/jobs/kind.ts) the worker runs, each in a loop of its own
+ * named after the kind. A new kind is added here.
+ */
+const JOB_KINDS: ReadonlyArray<JobKind<unknown, WorkerDeps>> = [];
+
+/** One of the worker's loops: its rounds, and how long it naps when a round found nothing to do. */
+interface Loop {
+  round(): Promise<number>;
+  idleMs: number;
+}
 
 /**
- * The delivery worker: starts due sends, writes audiences, claims recipient rows, renders
- * and sends them, records outcomes and their events in batches, completes sends, does the
- * outbox's jobs (notification mail), delivers webhooks and purges old events. Everything it
- * knows is in PostgreSQL, so it can be killed at any point and another worker (or itself,
- * restarted) carries on.
+ * The worker. Everything it knows is in PostgreSQL, so it can be killed at any point and another
+ * worker (or itself, restarted) carries on. Its loops, by name (docs/CONTEXT.md, "worker loop"),
+ * each run side by side, so a slow one holds up none of the others — writing a large audience
+ * never holds sending up, sending never waits for housekeeping, a slow webhook endpoint (up to
+ * WEBHOOK_TIMEOUT_MS a request) or an SMTP server slow to take a notice holds up nothing else:
+ *
+ * - `housekeeping`: starts due sends, runs automations, writes audiences (fan-out) and completes
+ *   sends (src/delivery/scheduler.ts, automation-engine.ts);
+ * - `sending`: claims recipient rows, renders, sends and records them (src/delivery/sender.ts);
+ * - `webhooks`: batches new events for webhook endpoints and sends due webhook batches
+ *   (src/webhooks/dispatch.ts; batches are jobs of the job runner, src/jobs);
+ * - `notifications`: mails account events' notices (src/events/notification-mail.ts, on the job runner);
+ * - one loop per kind of the `jobs` table (JOB_KINDS, on the job runner);
+ * - `retention`: deletes what is past its retention, hourly (src/events/retention.ts);
+ * - `bounce mailbox`: follows BOUNCE_IMAP_URL when it is set, on a connection and loop of its own
+ *   (src/bounces/imap-follower.ts; one worker at a time holds the mailbox).
  */
 export class Worker {
   private readonly sender: Sender;
   private running = false;
   private loop?: Promise<void>;
-  /** Rings the sending loop (new rows may be due) / the housekeeping loop (the queue ran dry). */
-  private readonly senderAlarm = new Alarm();
-  private readonly housekeepingAlarm = new Alarm();
-  private readonly webhookAlarm = new Alarm();
-  private readonly outboxAlarm = new Alarm();
-  /** When events were last purged (EVENTS_RETENTION_DAYS); 0: not yet in this process. */
-  private lastPurge = 0;
-  /** Follows BOUNCE_IMAP_URL when set (its own connection and loop; one worker at a time holds the mailbox). */
+  /** Each loop naps on its own alarm; another loop rings it when it made work for it. */
+  private readonly alarms = new Map<string, Alarm>();
   private readonly bounceMailbox?: BounceMailboxFollower;
 
   constructor(private readonly deps: WorkerDeps) {
@@ -49,91 +66,85 @@ export class Worker {
     if (deps.config.bounceImapUrl) this.bounceMailbox = new BounceMailboxFollower(deps);
   }
 
+  /** The loops but the bounce mailbox (see the class comment), by name. */
+  private loops(): Record<string, Loop> {
+    const { config } = this.deps;
+    const poll = config.workerPollMs;
+    const jobs = (kind: JobKind<unknown, WorkerDeps>): Loop => ({
+      round: () => runDueJobs(kind, this.deps),
+      idleMs: kind.settings(config).pollMs ?? poll,
+    });
+    return {
+      housekeeping: { round: () => this.housekeeping(), idleMs: poll },
+      sending: { round: () => this.sending(), idleMs: poll },
+      webhooks: { round: () => runWebhooks(this.deps), idleMs: poll },
+      notifications: jobs(notifications),
+      ...Object.fromEntries(JOB_KINDS.map((kind) => [kind.name, jobs(kind)])),
+      retention: { round: () => this.retention(), idleMs: 3600_000 },
+    };
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    const loops = Object.entries(this.loops());
+    for (const [name] of loops) this.alarms.set(name, new Alarm());
+    this.loop = Promise.all(loops.map(([name, loop]) => this.runLoop(name, loop))).then(() => undefined);
     this.bounceMailbox?.start();
   }
 
   /** Stops claiming new work, lets the messages in flight finish, and resolves. */
   async stop(): Promise<void> {
     this.running = false;
-    this.senderAlarm.ring();
-    this.housekeepingAlarm.ring();
-    this.webhookAlarm.ring();
-    this.outboxAlarm.ring();
+    for (const alarm of this.alarms.values()) alarm.ring();
     await Promise.all([this.loop, this.bounceMailbox?.stop()]);
   }
 
-  /**
-   * The worker is four loops side by side: housekeeping (due sends, automations, fan-out,
-   * completion), sending (see Sender), webhooks, and the outbox (notification mail), so writing
-   * a large audience never holds sending up, sending never waits for housekeeping, and a slow
-   * webhook endpoint (up to WEBHOOK_TIMEOUT_MS per request) or a notice the SMTP server is slow
-   * to take (up to SMTP_TIMEOUT_MS) holds up nothing else.
-   */
-  private async run(): Promise<void> {
-    await Promise.all([
-      this.housekeepingLoop(),
-      this.sendingLoop(),
-      // Batches new events for webhook endpoints and delivers due batches (src/webhooks/dispatch.ts).
-      this.pollingLoop('webhook', this.webhookAlarm, () => runWebhooks(this.deps)),
-      // Notification mail: side effects queued by requests and by housekeeping (src/events/outbox.ts).
-      this.pollingLoop('outbox', this.outboxAlarm, () => runOutbox(this.deps)),
-    ]);
+  private wake(name: 'housekeeping' | 'sending' | 'notifications'): void {
+    this.alarms.get(name)?.ring();
   }
 
-  /** Rounds of `round` while it finds work, else a nap of WORKER_POLL_MS (or until `alarm` rings). */
-  private async pollingLoop(what: string, alarm: Alarm, round: () => Promise<number>): Promise<void> {
+  /** Rounds while they find work; after a round that found none, a nap (cut short when the loop's alarm rings). */
+  private async runLoop(name: string, loop: Loop): Promise<void> {
+    const alarm = this.alarms.get(name)!;
     while (this.running) {
       let busy = 0;
       try {
-        busy = await round();
+        busy = await loop.round();
       } catch (err) {
-        this.deps.logger.error({ err }, `${what} round failed; retrying shortly`);
+        this.deps.logger.error({ err, loop: name }, 'worker round failed; retrying shortly');
       }
-      if (!busy && this.running) await alarm.nap(this.deps.config.workerPollMs);
+      if (!busy && this.running) await alarm.nap(loop.idleMs);
     }
   }
 
-  private async housekeepingLoop(): Promise<void> {
-    while (this.running) {
-      let busy = 0;
-      try {
-        busy += await startDueSends(this.deps);
-        busy += await runAutomations(this.deps);
-        // Each chunk of an audience can be sent as soon as it is written.
-        busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.senderAlarm.ring());
-        busy += await completeSends(this.deps);
-        await this.purgeHourly();
-        // A send started or completed: its notice is queued (the outbox loop would find it within its poll anyway).
-        if (busy) this.outboxAlarm.ring();
-      } catch (err) {
-        this.deps.logger.error({ err }, 'worker round failed; retrying shortly');
-        busy = 0;
-      }
+  private async housekeeping(): Promise<number> {
+    let busy = 0;
+    busy += await startDueSends(this.deps);
+    busy += await runAutomations(this.deps);
+    // Each chunk of an audience can be sent as soon as it is written.
+    busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.wake('sending'));
+    busy += await completeSends(this.deps);
+    if (busy) {
       // Rows may have become due (fan-out, automation steps): the sender need not wait its poll.
-      if (busy) this.senderAlarm.ring();
-      else if (this.running) await this.housekeepingAlarm.nap(this.deps.config.workerPollMs);
+      this.wake('sending');
+      // A send started or completed: its notice is queued (the notifications loop would find it within its poll anyway).
+      this.wake('notifications');
     }
+    return busy;
   }
 
-  private async purgeHourly(): Promise<void> {
-    if (Date.now() - this.lastPurge < 3600_000) return;
-    this.lastPurge = Date.now();
-    const purged = await purgeEvents(this.deps.db, this.deps.config.eventsRetentionDays);
-    const batches = await purgeDeliveries(this.deps.db, this.deps.config.eventsRetentionDays);
-    const reports = await purgeBounceReports(this.deps.db, this.deps.config.bounceRetentionDays);
-    if (purged || batches || reports) this.deps.logger.info({ purged, webhookBatches: batches, bounceReports: reports }, 'old events purged');
+  /** Sending until the queue runs dry (or the worker stops); then housekeeping may complete a send. */
+  private async sending(): Promise<number> {
+    const handled = await this.sender.sendUntilDry(() => this.running);
+    this.wake('housekeeping');
+    return handled;
   }
 
-  /** Sending (see Sender) until stopped; when the queue runs dry, housekeeping may complete a send. */
-  private async sendingLoop(): Promise<void> {
-    while (this.running) {
-      const handled = await this.sender.sendUntilDry(() => this.running);
-      this.housekeepingAlarm.ring();
-      if (!handled && this.running) await this.senderAlarm.nap(this.deps.config.workerPollMs);
-    }
+  private async retention(): Promise<number> {
+    const purged = await purgeExpired(this.deps.db, this.deps.config);
+    if (purged.events || purged.webhookBatches || purged.bounceReports) this.deps.logger.info(purged, 'expired rows purged');
+    // Nothing more until the next hour.
+    return 0;
   }
 }

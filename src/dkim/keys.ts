@@ -3,16 +3,21 @@ import { domainToASCII } from 'node:url';
 import { promisify } from 'node:util';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
+import { KeyState, keyState, type DnsRecordStatus } from '../states';
 import { masterKey, seal, unseal } from './master-key';
 
 /**
  * DKIM keys per account (or the installation, `userId` null) and sending domain: making them,
- * reading the one that signs, rotating. See migrations/202611300100_dkim-keys.ts for the table.
+ * reading the one that signs, rotating. See migrations/202611300100_dkim-keys.ts for the table;
+ * a key's state and its DNS record's status are machines of src/states.ts.
  */
-export const KeyState = { Active: 'active', Pending: 'pending', Retired: 'retired' } as const;
-export type KeyState = (typeof KeyState)[keyof typeof KeyState];
+export { KeyState };
+export type RecordStatus = DnsRecordStatus;
 
-export type RecordStatus = 'verified' | 'missing' | 'mismatch' | 'unchecked';
+/** A rotation retires the pending key it replaces; a promotion retires the active key. */
+const REPLACE_PENDING = keyState.move(KeyState.Pending, KeyState.Retired);
+const RETIRE_ACTIVE = keyState.move(KeyState.Active, KeyState.Retired);
+const PROMOTE = keyState.move(KeyState.Pending, KeyState.Active);
 
 export interface KeyRow {
   id: number;
@@ -46,7 +51,7 @@ export async function liveKeys(db: Knex, userId: Owner, domain: string): Promise
   const rows = (await ownedBy(db('dkim_keys'), userId)
     .where({ domain })
     .whereIn('state', [KeyState.Active, KeyState.Pending])
-    .orderByRaw(`state = 'active' DESC`)
+    .orderByRaw(`state = ${keyState.sql.Active} DESC`)
     .select('*')) as KeyRow[];
   return rows;
 }
@@ -112,7 +117,7 @@ export async function ensureKey(db: Knex, config: Pick<Config, 'masterKey' | 'da
 export async function rotateKey(db: Knex, config: Pick<Config, 'masterKey' | 'dataDir'>, userId: Owner, domain: string): Promise<KeyRow> {
   await ensureKey(db, config, userId, domain);
   // Retired, not deleted: its selector stays taken, so no later key reuses a name resolvers may have cached.
-  await ownedBy(db('dkim_keys'), userId).where({ domain, state: KeyState.Pending }).update({ state: KeyState.Retired });
+  await ownedBy(db('dkim_keys'), userId).where({ domain }).whereIn('state', REPLACE_PENDING.from).update({ state: REPLACE_PENDING.to });
   const made = await insertKey(db, config, userId, domain, KeyState.Pending);
   if (!made) throw new Error(`a rotation of ${domain} is already under way`);
   return made;
@@ -122,16 +127,17 @@ export async function rotateKey(db: Knex, config: Pick<Config, 'masterKey' | 'da
 export async function promotePending(db: Knex, pending: KeyRow): Promise<void> {
   await db.transaction(async (trx) => {
     // Still pending? Two checks at once promote it once: the second finds it active already.
-    const still = await trx('dkim_keys').where({ id: pending.id, state: KeyState.Pending }).forUpdate().first('id');
+    const still = await trx('dkim_keys').where({ id: pending.id }).whereIn('state', PROMOTE.from).forUpdate().first('id');
     if (!still) return;
     const active = (await ownedBy(trx('dkim_keys'), pending.user_id)
       .where({ domain: pending.domain, state: KeyState.Active })
       .forUpdate()
       .first('id', 'checks')) as Pick<KeyRow, 'id' | 'checks'> | undefined;
-    if (active) await trx('dkim_keys').where({ id: active.id }).update({ state: KeyState.Retired });
+    if (active) await trx('dkim_keys').where({ id: active.id }).update({ state: RETIRE_ACTIVE.to });
     await trx('dkim_keys')
-      .where({ id: pending.id, state: KeyState.Pending })
-      .update({ state: KeyState.Active, checks: JSON.stringify(active?.checks ?? {}) });
+      .where({ id: pending.id })
+      .whereIn('state', PROMOTE.from)
+      .update({ state: PROMOTE.to, checks: JSON.stringify(active?.checks ?? {}) });
   });
 }
 

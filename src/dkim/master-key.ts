@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Config } from '../config';
 
 /**
- * The master key that encrypts private DKIM keys at rest (DESIGN §5 "Secrets"): HERALD_MASTER_KEY,
+ * The master key that encrypts private DKIM keys at rest (docs/decisions.md, "Conventions"): HERALD_MASTER_KEY,
  * or a key generated on first use into DATA_DIR/master.key (mode 0600). It is never in the
  * database, so a database dump alone cannot sign mail as anyone. Lose it and every DKIM key must
  * be made again (and republished): the README says to back it up.

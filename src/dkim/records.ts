@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
+import { isIP } from 'node:net';
 import type { Config } from '../config';
 import type { Dns } from '../dns';
+import { DnsRecordStatus } from '../states';
 import { ensureKey, liveKeys, promotePending, KeyState, type KeyRow, type RecordStatus } from './keys';
 import { forgetKeys } from './sign';
 
@@ -31,14 +33,19 @@ type RecordConfig = Pick<Config, 'masterKey' | 'dataDir' | 'bounceDomain' | 'inb
 
 export const dkimValue = (key: Pick<KeyRow, 'public_key'>) => `v=DKIM1; k=rsa; p=${key.public_key}`;
 
-/** The host an SPF `a:` mechanism should name: the SMTP relay Herald hands mail to, else the inbound host. */
-function spfHost(config: RecordConfig): string {
-  return config.smtpUrl ? new URL(config.smtpUrl).hostname : config.inboundHostname;
+/**
+ * The SPF mechanism that allows Herald's mail: the SMTP relay Herald hands mail to, else the
+ * inbound host — `a:` for a host name, `ip4:`/`ip6:` for an address (`a:` takes a domain only).
+ */
+function spfMechanism(config: RecordConfig): string {
+  const host = (config.smtpUrl ? new URL(config.smtpUrl).hostname : config.inboundHostname).replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(host);
+  return family ? `ip${family}:${host}` : `a:${host}`;
 }
 
 function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsRecord[] {
   const checks = keys.find((k) => k.state === KeyState.Active)?.checks ?? {};
-  const status = (p: Purpose) => checks[p] ?? 'unchecked';
+  const status = (p: Purpose) => checks[p] ?? DnsRecordStatus.Unchecked;
   const records: DnsRecord[] = keys.map((k) => ({
     purpose: 'dkim',
     type: 'TXT',
@@ -50,7 +57,7 @@ function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsReco
     records.push({ purpose: 'bounce', type: 'MX', host: config.bounceDomain, value: `10 ${config.inboundHostname}`, status: status('bounce') });
   }
   records.push(
-    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 a:${spfHost(config)} ~all`, status: status('spf') },
+    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 ${spfMechanism(config)} ~all`, status: status('spf') },
     { purpose: 'dmarc', type: 'TXT', host: `_dmarc.${domain}`, value: 'v=DMARC1; p=none; adkim=r; aspf=r', status: status('dmarc') },
   );
   return records;
@@ -78,8 +85,8 @@ function tags(record: string): Map<string, string> {
 
 async function checkDkim(dns: Dns, host: string, key: KeyRow): Promise<RecordStatus> {
   const found = (await dns.txt(host)).map(tags).filter((t) => t.has('p'));
-  if (!found.length) return 'missing';
-  return found.some((t) => t.get('p') === key.public_key && (t.get('k') ?? 'rsa') === 'rsa') ? 'verified' : 'mismatch';
+  if (!found.length) return DnsRecordStatus.Missing;
+  return found.some((t) => t.get('p') === key.public_key && (t.get('k') ?? 'rsa') === 'rsa') ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
 }
 
 const bareHost = (h: string) => h.toLowerCase().replace(/\.$/, '');
@@ -90,19 +97,19 @@ async function checkOne(dns: Dns, config: RecordConfig, record: DnsRecord, key: 
       return checkDkim(dns, record.host, key!);
     case 'bounce': {
       const mx = await dns.mx(record.host);
-      if (!mx.length) return 'missing';
-      return mx.some((m) => bareHost(m.exchange) === bareHost(config.inboundHostname)) ? 'verified' : 'mismatch';
+      if (!mx.length) return DnsRecordStatus.Missing;
+      return mx.some((m) => bareHost(m.exchange) === bareHost(config.inboundHostname)) ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
     }
     case 'spf': {
       const spf = (await dns.txt(record.host)).filter((t) => /^v=spf1(\s|$)/i.test(t));
-      if (!spf.length) return 'missing';
-      const wanted = `a:${spfHost(config)}`.toLowerCase();
-      return spf.length === 1 && spf[0].toLowerCase().split(/\s+/).some((m) => m.replace(/^[+?~-]/, '') === wanted) ? 'verified' : 'mismatch';
+      if (!spf.length) return DnsRecordStatus.Missing;
+      const wanted = spfMechanism(config).toLowerCase();
+      return spf.length === 1 && spf[0].toLowerCase().split(/\s+/).some((m) => m.replace(/^[+?~-]/, '') === wanted) ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
     }
     case 'dmarc': {
       const dmarc = (await dns.txt(record.host)).filter((t) => /^v=DMARC1\s*(;|$)/i.test(t));
-      if (!dmarc.length) return 'missing';
-      return dmarc.length === 1 ? 'verified' : 'mismatch';
+      if (!dmarc.length) return DnsRecordStatus.Missing;
+      return dmarc.length === 1 ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
     }
   }
 }
@@ -117,7 +124,7 @@ export async function checkRecords(db: Knex, config: RecordConfig, dns: Dns, use
   const keys = await liveKeys(db, userId, domain);
   const keyOf = (host: string) => keys.find((k) => `${k.selector}._domainkey.${domain}` === host);
   const statuses = await Promise.all(
-    records.map((r) => checkOne(dns, config, r, keyOf(r.host)).catch((): RecordStatus => 'unchecked')),
+    records.map((r) => checkOne(dns, config, r, keyOf(r.host)).catch((): RecordStatus => DnsRecordStatus.Unchecked)),
   );
   const domainChecks: Record<string, RecordStatus> = {};
   records.forEach((r, i) => {
@@ -128,7 +135,7 @@ export async function checkRecords(db: Knex, config: RecordConfig, dns: Dns, use
     for (const [i, r] of records.entries()) {
       if (r.purpose !== 'dkim') continue;
       const key = keyOf(r.host)!;
-      const verified = statuses[i] === 'verified';
+      const verified = statuses[i] === DnsRecordStatus.Verified;
       await trx('dkim_keys')
         .where({ id: key.id })
         .update({
@@ -140,7 +147,7 @@ export async function checkRecords(db: Knex, config: RecordConfig, dns: Dns, use
     }
   });
   const pending = keys.find((k) => k.state === KeyState.Pending);
-  if (pending && statuses[records.findIndex((r) => r.host === `${pending.selector}._domainkey.${domain}`)] === 'verified') {
+  if (pending && statuses[records.findIndex((r) => r.host === `${pending.selector}._domainkey.${domain}`)] === DnsRecordStatus.Verified) {
     await promotePending(db, pending);
     promoted = true;
   }

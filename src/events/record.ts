@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from './types';
-import { applyStatistics } from './statistics';
+import { ownerColumnsOf } from '../sources';
+import { applyStatistics } from '../statistics';
 
 /**
  * The one place events are written. Each fact is recorded where it becomes true, in the same
  * transaction as the state change it describes (a delivery's outcome, an unsubscribe), and
  * its consumers run from here: the statistics counters in the same transaction, notification
- * mail as an outbox job (account events, src/events/account-events.ts).
+ * mail as a notification job (account events, src/events/account-events.ts).
  */
 
 /** Advisory-lock class for pg_advisory_xact_lock(class, account): one event writer per account at a time. */
@@ -45,8 +46,7 @@ export async function recordMessageEvents(trx: Knex.Transaction, events: Message
         user_id: e.userId,
         type: e.type,
         email: e.email,
-        single_send_id: e.singleSendId,
-        automation_id: e.automationId,
+        ...ownerColumnsOf(e),
         delivery_id: e.deliveryId,
         data: e.data ?? {},
       })),

@@ -1,17 +1,43 @@
 import type { Knex } from 'knex';
+import type { Config } from '../config';
+import { jobStatus, webhookBatchStatus } from '../states';
+
+/**
+ * What the worker's retention loop deletes, hourly: events, finished jobs and webhook batches
+ * older than EVENTS_RETENTION_DAYS, and bounce reports older than BOUNCE_RETENTION_DAYS.
+ * Returns how many rows of each went.
+ */
+export async function purgeExpired(db: Knex, config: Pick<Config, 'eventsRetentionDays' | 'bounceRetentionDays'>) {
+  return {
+    events: await purgeEvents(db, config.eventsRetentionDays),
+    webhookBatches: await purgeWebhookBatches(db, config.eventsRetentionDays),
+    bounceReports: await purgeBounceReports(db, config.bounceRetentionDays),
+  };
+}
 
 /**
  * EVENTS_RETENTION_DAYS: events older than that go, a slice at a time (a million-recipient send
  * leaves millions of rows; one DELETE of them all would hold its locks and WAL for long), and
- * finished outbox jobs with them. The worker runs this hourly. Returns how many events went.
+ * finished jobs (notification mail, the `jobs` table's) with them. Returns how many events went.
  */
 export async function purgeEvents(db: Knex, days: number, slice = 10_000): Promise<number> {
   const total = await deleteOlder(db, 'events', 'occurred_at', days, slice);
-  await db.raw(
-    `DELETE FROM outbox_jobs WHERE status <> 'queued' AND created_at < now() - ? * interval '1 day'`,
+  const queued = jobStatus.sql.Queued;
+  await db.raw(`DELETE FROM outbox_jobs WHERE status <> ${queued} AND created_at < now() - ? * interval '1 day'`, [days]);
+  await db.raw(`DELETE FROM jobs WHERE status <> ${queued} AND updated_at < now() - ? * interval '1 day'`, [days]);
+  return total;
+}
+
+/**
+ * Finished webhook batches older than EVENTS_RETENTION_DAYS go with the events they carried;
+ * pending ones stay whatever their age. Returns how many went.
+ */
+export async function purgeWebhookBatches(db: Knex, days: number): Promise<number> {
+  const { rowCount } = await db.raw(
+    `DELETE FROM webhook_deliveries WHERE status <> ${webhookBatchStatus.sql.Queued} AND updated_at < now() - ? * interval '1 day'`,
     [days],
   );
-  return total;
+  return rowCount ?? 0;
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { SourceRef } from '../sources';
+
 /** What Herald records (docs/decisions.md, "Events"); the `events` table's CHECK lists the same names. */
 export const MESSAGE_EVENT_TYPES = [
   'delivered',
@@ -25,12 +27,10 @@ export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 /** Why a recipient was not sent a message (a `dropped` event's `data.reason`). */
 export type DropReason = 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained' | 'suppressed';
 
-/** The message an event is about: its account, recipient row, send or automation, and address. */
-export interface MessageRef {
+/** The message an event is about: its account, recipient row, owner (send or automation: src/sources), and address. */
+export interface MessageRef extends SourceRef {
   userId: number;
   deliveryId: number | null;
-  singleSendId: number | null;
-  automationId: number | null;
   email: string;
 }
 

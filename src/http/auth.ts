@@ -1,11 +1,10 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Knex } from 'knex';
 import { findKeyOwner } from '../accounts/accounts.service';
 import type { KeyCache } from '../accounts/key-cache';
 import { hashSecret } from '../accounts/keys';
 import type { Ctx } from '../context';
 import { unauthorized } from './errors';
-import type { RateLimiter } from './rate-limit';
 
 export const AUTH_REQUIRED = {
   PublicKey: 'The public key field is required.',
@@ -25,20 +24,26 @@ declare module 'express-serve-static-core' {
 
 /**
  * Resolves the PublicKey/SecretKey pair once per request and puts `ctx = { userId, db }` on
- * it. Missing headers answer the spec's AUTH shape; a wrong pair answers DESIGN's string.
- * Pairs verified recently come from `keys` (no database round trip); see key-cache.ts.
+ * it. Missing headers answer the spec's AUTH shape; a wrong pair answers `WRONG_KEYS` with 401
+ * (docs/decisions.md, "Conventions").
+ * Pairs verified recently come from `keys` (no database round trip); see key-cache.ts. `limit`
+ * (rate-limit.ts) runs once the pair is verified, so only requests with the right pair count.
  */
-export function requireKeys(db: Knex, limiter?: RateLimiter, keys?: KeyCache) {
-  const verify = async (req: Request, next: NextFunction, publicKey: string, digest: Buffer): Promise<void> => {
+export function requireKeys(db: Knex, limit?: RequestHandler, keys?: KeyCache) {
+  const authenticated = (req: Request, res: Response, next: NextFunction, userId: number): void | Promise<void> => {
+    req.ctx = { userId, db };
+    if (limit) return limit(req, res, next) as void | Promise<void>;
+    next();
+  };
+  const verify = async (req: Request, res: Response, next: NextFunction, publicKey: string, digest: Buffer): Promise<void> => {
     const ticket = keys?.ticket() ?? 0;
     const userId = await findKeyOwner(db, publicKey, digest);
     if (userId === undefined) throw unauthorized(WRONG_KEYS);
     keys?.remember(publicKey, digest, userId, ticket);
-    req.ctx = { userId, db };
-    next();
+    await authenticated(req, res, next, userId);
   };
   // Not async: a pair found in memory goes on without a promise (express catches what this throws).
-  return (req: Request, _res: Response, next: NextFunction): void | Promise<void> => {
+  return (req: Request, res: Response, next: NextFunction): void | Promise<void> => {
     const publicKey = req.get('PublicKey')?.trim();
     const secretKey = req.get('SecretKey')?.trim();
     if (!publicKey || !secretKey) {
@@ -48,11 +53,9 @@ export function requireKeys(db: Knex, limiter?: RateLimiter, keys?: KeyCache) {
       throw unauthorized(errors);
     }
     if (publicKey.length > MAX_KEY_LENGTH || secretKey.length > MAX_KEY_LENGTH) throw unauthorized(WRONG_KEYS);
-    limiter?.hit(publicKey);
     const digest = hashSecret(secretKey);
     const userId = keys?.lookup(publicKey, digest);
-    if (userId === undefined) return verify(req, next, publicKey, digest);
-    req.ctx = { userId, db };
-    next();
+    if (userId === undefined) return verify(req, res, next, publicKey, digest);
+    return authenticated(req, res, next, userId);
   };
 }

@@ -59,7 +59,7 @@ function fromMulter(e: multer.MulterError): AppError {
   }
 }
 
-/** Any error → the envelope with a status from DESIGN §2; never a stack trace or HTML. */
+/** Any error → the envelope with its status (docs/decisions.md, "Conventions"); never a stack trace or HTML. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof multer.MulterError) return fromMulter(err);

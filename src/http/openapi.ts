@@ -35,6 +35,151 @@ function envelope(key: 'message' | 'errors', status: 'success' | 'failed', schem
   return z.object({ status: z.literal(status), [key]: schema });
 }
 
+type Content = Record<string, { schema: z.ZodType }>;
+interface PublicOperation {
+  method: 'get' | 'post';
+  path: string;
+  tag: string;
+  summary: string;
+  description: string;
+  /** Path parameters, each a string. */
+  params?: string[];
+  body?: { description: string; content: Content };
+  responses: Record<number, { description: string; content?: Content; headers?: Record<string, { description: string; schema: { type: 'string' } }> }>;
+}
+
+const html = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
+const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
+const failedJson = (description: string) => json(description, envelope('errors', 'failed', z.string()));
+const NOT_RECOGNISED = html('The token is unknown, malformed or no longer valid: a page saying so');
+
+const inbound = (provider: string, summary: string, check: string, contentType = 'application/json', more: PublicOperation['responses'] = {}): PublicOperation => ({
+  method: 'post',
+  path: `/inbound/${provider}`,
+  tag: 'ESP webhooks',
+  summary,
+  description: `${check} Configure it in the provider as the README's "ESP webhooks" says; without its setting the endpoint answers 401.`,
+  body: { description: 'The provider’s event payload, as it sends it', content: { [contentType]: { schema: z.unknown() } } },
+  responses: {
+    200: json('Verified: how many bounces, deferrals and complaints it held, and how many changed something', envelope('message', 'success', z.object({ received: z.number().int(), applied: z.number().int() }))),
+    400: failedJson('Verified, but the events cannot be read'),
+    401: failedJson('The check failed (a body that carries no signature among them), or the provider is not configured; nothing is recorded'),
+    ...more,
+  },
+});
+
+/**
+ * What Herald serves outside the API route table, without API keys: health, the recipient pages
+ * and tracking (the token in the link is the credential) and the ESP webhooks (the provider's
+ * signature is). test/api/openapi.test.ts checks that every such route of the app is here.
+ */
+const PUBLIC_OPERATIONS: PublicOperation[] = [
+  {
+    method: 'get',
+    path: '/healthz',
+    tag: 'Service',
+    summary: 'Health',
+    description: 'Answers once the database answers (2 s at most); for load balancers and probes.',
+    responses: { 200: json('The database answers', envelope('message', 'success', z.literal('ok'))), 503: failedJson('The database cannot be reached') },
+  },
+  {
+    method: 'get',
+    path: '/t/open/{file}',
+    tag: 'Recipient pages',
+    summary: 'Open pixel',
+    description: '`<token>.gif`, the image at the end of every tracked message: records `opened`. Always the GIF, also for an unknown token.',
+    params: ['file'],
+    responses: { 200: { description: 'A transparent 1×1 GIF (43 bytes), never cached', content: { 'image/gif': { schema: z.string().meta({ format: 'binary' }) } } } },
+  },
+  {
+    method: 'get',
+    path: '/t/click/{token}',
+    tag: 'Recipient pages',
+    summary: 'Click redirect',
+    description: 'A tracked link (TRACK_CLICKS): records `clicked` and sends the person on to the link as written in the design.',
+    params: ['token'],
+    responses: {
+      302: { description: 'To the link’s URL', headers: { Location: { description: 'The link as written in the design', schema: { type: 'string' } } } },
+      404: NOT_RECOGNISED,
+    },
+  },
+  {
+    method: 'get',
+    path: '/unsubscribe/{token}',
+    tag: 'Recipient pages',
+    summary: 'Unsubscribe preferences page',
+    description: 'The page the footer’s unsubscribe link opens: the message’s group and every displayed group, each with a checkbox.',
+    params: ['token'],
+    responses: { 200: html('The preferences form'), 404: NOT_RECOGNISED },
+  },
+  {
+    method: 'post',
+    path: '/unsubscribe/{token}',
+    tag: 'Recipient pages',
+    summary: 'Unsubscribe (one-click or the preferences form)',
+    description:
+      '`List-Unsubscribe=One-Click` (RFC 8058, what mail clients send) or any post without `action=save` unsubscribes from the message’s group ' +
+      '(the global list when it has none); `action=save` applies the form: the groups in `keep[]` stay subscribed, the others are left, ' +
+      'and `all=1` unsubscribes from everything (without it, an earlier global unsubscribe is lifted).',
+    params: ['token'],
+    body: {
+      description: 'Form fields',
+      content: {
+        'application/x-www-form-urlencoded': {
+          schema: z.object({ 'List-Unsubscribe': z.literal('One-Click').optional(), action: z.literal('save').optional(), 'keep[]': z.array(z.number().int()).optional(), all: z.literal('1').optional() }),
+        },
+      },
+    },
+    responses: { 200: html('Unsubscribed, or the preferences saved'), 404: NOT_RECOGNISED },
+  },
+  {
+    method: 'get',
+    path: '/senders/verify/{token}',
+    tag: 'Recipient pages',
+    summary: 'Verify a sender address',
+    description: 'The link in a sender’s verification mail; HEAD checks it without using it up.',
+    params: ['token'],
+    responses: { 200: html('The sender is verified'), 404: html('The link is invalid or has expired') },
+  },
+  {
+    method: 'get',
+    path: '/design/{utr}',
+    tag: 'Recipient pages',
+    summary: 'An automation email’s design',
+    description: 'The `design_url` of an automation email: its HTML as designed, served with `Content-Security-Policy: sandbox`.',
+    params: ['utr'],
+    responses: { 200: html('The design'), 404: html('No such design') },
+  },
+  inbound('sendgrid', 'SendGrid Event Webhook', 'Signed Event Webhook: the ECDSA signature of timestamp and body (SENDGRID_WEBHOOK_PUBLIC_KEY), timestamp within 5 minutes.'),
+  inbound('mailgun', 'Mailgun webhooks', 'HMAC-SHA256 of timestamp and token (MAILGUN_WEBHOOK_SIGNING_KEY), timestamp within 5 minutes, a token not seen before.'),
+  inbound('postmark', 'Postmark Bounce and Spam Complaint webhooks', 'Basic auth from the webhook URL (POSTMARK_WEBHOOK_USER, POSTMARK_WEBHOOK_PASSWORD).'),
+  inbound(
+    'ses',
+    'Amazon SES through SNS',
+    'An SNS message of a topic in SES_SNS_TOPIC_ARNS, its signature checked against the certificate at SigningCertURL; subscription confirmations are confirmed.',
+    'text/plain',
+    { 502: failedJson('The SNS subscription could not be confirmed (SNS sends the confirmation again)') },
+  ),
+];
+
+function registerPublic(registry: OpenAPIRegistry): void {
+  for (const op of PUBLIC_OPERATIONS) {
+    registry.registerPath({
+      method: op.method,
+      path: op.path,
+      tags: [op.tag],
+      summary: op.summary,
+      description: op.description,
+      security: [],
+      request: {
+        params: op.params ? z.object(Object.fromEntries(op.params.map((p) => [p, z.string()]))) : undefined,
+        body: op.body && { description: op.body.description, content: op.body.content },
+      },
+      responses: op.responses,
+    });
+  }
+}
+
 export function buildOpenApi(defs: RouteDef[], info: { version: string; serverUrl: string }): object {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'PublicKey', { type: 'apiKey', in: 'header', name: 'PublicKey' });
@@ -100,6 +245,7 @@ export function buildOpenApi(defs: RouteDef[], info: { version: string; serverUr
       });
     }
   }
+  registerPublic(registry);
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: '3.1.0',
@@ -107,8 +253,9 @@ export function buildOpenApi(defs: RouteDef[], info: { version: string; serverUr
       title: 'Herald API',
       version: info.version,
       description:
-        'Email campaign management. Every call carries the PublicKey and SecretKey headers; every response is ' +
-        'the JSON envelope `{status, message}` or `{status: "failed", errors}`.',
+        'Email campaign management. Every API call carries the PublicKey and SecretKey headers; every API response is ' +
+        'the JSON envelope `{status, message}` or `{status: "failed", errors}`. The recipient pages, tracking, ESP webhooks ' +
+        'and health check need no keys.',
     },
     servers: [{ url: info.serverUrl }],
   });

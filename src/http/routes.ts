@@ -5,7 +5,7 @@ import multer from 'multer';
 import { z } from 'zod';
 import type { Ctx, Deps } from '../context';
 import { requireKeys } from './auth';
-import { RateLimiter } from './rate-limit';
+import { keyPairLimit } from './rate-limit';
 import type { Envelope } from './envelope';
 import { invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
 import { normalizeInput } from './form';
@@ -195,7 +195,7 @@ function routeKey(path: string): string {
  * validation, the envelope) is each route's own chain, as before.
  */
 export function mountRoutes(app: Express, defs: RouteDef[], deps: Deps): void {
-  const auth = requireKeys(deps.db, new RateLimiter(deps.config.rateLimitPerMinute), deps.keys);
+  const auth = requireKeys(deps.db, keyPairLimit(deps.config.rateLimitPerMinute), deps.keys);
   const paths = new Map<string, { router: express.Router; methods: Set<string> }>();
   for (const def of defs) {
     const key = routeKey(def.path);

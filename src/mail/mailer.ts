@@ -33,6 +33,8 @@ export interface Mailer {
   close(): Promise<void>;
   /** For logs: where mail goes. */
   readonly target: string;
+  /** Mail is written to files, not sent (no SMTP_URL): nobody receives it, so Herald's own mail is logged too (system-mail.ts). */
+  readonly local?: boolean;
 }
 
 interface SmtpErrorLike {
@@ -94,6 +96,7 @@ export function outboxMailer(dir: string): Mailer {
   let ready: Promise<unknown> | undefined;
   return {
     target: dir,
+    local: true,
     async send(mail) {
       ready ??= fs.mkdir(dir, { recursive: true });
       await ready;

@@ -15,10 +15,14 @@ export interface SystemMailDeps {
   logger: Logger;
 }
 
-/** Herald's own mail (sender verification, notifications): one message, DKIM-signed for MAIL_FROM's domain, sent now. */
+/**
+ * Herald's own mail (sender verification, notifications): one message, DKIM-signed for MAIL_FROM's
+ * domain, sent now. Without SMTP_URL (mail written to DATA_DIR/outbox) it is also logged with its
+ * `link`, the one a person has to open: a developer finds it there instead of decoding the .eml.
+ */
 export async function sendSystemMail(
   deps: SystemMailDeps,
-  mail: { to: Address; subject: string; html: string },
+  mail: { to: Address; subject: string; html: string; link?: string },
 ): Promise<void> {
   const domain = deps.config.mailFrom.split('@')[1];
   const unsigned = buildMessage({
@@ -32,6 +36,9 @@ export async function sendSystemMail(
   });
   const raw = await signMessage(deps.db, deps.config, null, deps.config.mailFrom, unsigned);
   await deps.mailer.send({ from: deps.config.mailFrom, to: mail.to.email, raw });
+  if (deps.mailer.local) {
+    deps.logger.info({ to: mail.to.email, subject: mail.subject, link: mail.link, outbox: deps.mailer.target }, 'mail written to the outbox (no SMTP_URL)');
+  }
 }
 
 /** A plain, readable HTML body for system mail. */

@@ -10,16 +10,16 @@ import { failed, ok } from '../http/envelope';
 
 /**
  * POST /inbound/<provider>: ESP event webhooks (public: the provider's signature or
- * credentials are the authentication). A request that fails its check, or reaches a provider
- * Herald is not configured for, gets 401 and records nothing; a verified one that cannot be
- * read gets 400. Verified bounces, deferrals and complaints go to applyOutcomes, the same path
+ * credentials are the authentication). A request that fails its check — a body too broken to
+ * carry a signature among them — or reaches a provider Herald is not configured for, gets 401
+ * and records nothing; only a verified one that cannot be read gets 400. Verified bounces, deferrals and complaints go to applyOutcomes, the same path
  * as Herald's own DSN parser; every other event type is acknowledged and ignored.
  */
 type Receiver = (deps: Deps, req: InboundRequest) => Received | Promise<Received>;
 
 const receivers: Record<string, Receiver> = {
   sendgrid: (deps, req) => receiveSendgrid(deps.config, req),
-  mailgun: (deps, req) => receiveMailgun(deps.config, req),
+  mailgun: (deps, req) => receiveMailgun(deps.config, deps.db, req),
   postmark: (deps, req) => receivePostmark(deps.config, req),
   ses: (deps, req) => receiveSes(deps.config, deps.logger, req),
 };

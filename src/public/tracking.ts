@@ -6,6 +6,7 @@ import { secret } from '../db/secrets';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
+import { OWNER_COLUMNS, ownsLink, sourceRef, type OwnerColumns } from '../sources';
 import { lookupToken, readClickToken, type ClickRef, type RecipientRef } from '../recipient-token';
 import { pageErrors, sendPage } from './page';
 
@@ -38,8 +39,8 @@ interface TrackedLink {
   url: string;
   /** The URL as a Location header carries it (ASCII: punycode host, percent-encoded path). */
   location: string;
-  singleSendId: number | null;
-  automationId: number | null;
+  /** Whose link it is (src/sources). */
+  owner: OwnerColumns;
 }
 
 type Hit =
@@ -52,16 +53,14 @@ interface Pending {
   fail: (err: unknown) => void;
 }
 
-interface DeliveryRow {
+type DeliveryRow = OwnerColumns & {
   id: string;
   user_id: number;
-  single_send_id: number | null;
-  automation_id: number | null;
   email: string;
   open_count: number;
   /** Seconds since the message was accepted (null: not sent). */
   age: number | null;
-}
+};
 
 /** Most hits of one group transaction. */
 const MAX_GROUP = 1000;
@@ -108,7 +107,7 @@ export class TrackingRecorder {
   private async write(trx: Knex.Transaction, hits: Hit[]): Promise<boolean[]> {
     const ids = [...new Set(hits.map((h) => h.ref.deliveryId))].sort((a, b) => a - b);
     const { rows } = await trx.raw(
-      `SELECT id, user_id, single_send_id, automation_id, email, open_count,
+      `SELECT id, user_id, ${OWNER_COLUMNS.join(', ')}, email, open_count,
               extract(epoch FROM now() - sent_at)::float8 AS age
        FROM deliveries WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
       [ids],
@@ -120,22 +119,15 @@ export class TrackingRecorder {
     const recorded = hits.map((hit) => {
       const row = byId.get(hit.ref.deliveryId);
       if (!row || row.user_id !== hit.ref.userId) return false;
-      const ref = {
-        userId: row.user_id,
-        deliveryId: Number(row.id),
-        singleSendId: row.single_send_id,
-        automationId: row.automation_id,
-        email: row.email,
-      };
+      const ref = { userId: row.user_id, deliveryId: Number(row.id), ...sourceRef(row), email: row.email };
       if (hit.kind === 'open') {
         events.push({ ...ref, type: 'opened' });
         opened.add(ref.deliveryId);
         return true;
       }
-      // The link must be one of this message's: of its send, or of its automation.
+      // The link must be one of this message's: its owner's (its send's, or its automation's).
       const { link } = hit;
-      const ours = link.userId === row.user_id && (link.singleSendId !== null ? link.singleSendId === row.single_send_id : link.automationId === row.automation_id);
-      if (!ours) return false;
+      if (link.userId !== row.user_id || !ownsLink(ref, link.owner)) return false;
       const bot = hit.scanner || (window > 0 && row.age !== null && row.age < window);
       if (!bot && row.open_count === 0 && !opened.has(ref.deliveryId)) {
         events.push({ ...ref, type: 'opened', data: { via: 'click' } });
@@ -161,9 +153,10 @@ class LinkCache {
   async get(ref: ClickRef): Promise<TrackedLink | undefined> {
     const hit = this.links.get(ref.linkId);
     if (hit) return hit.userId === ref.userId ? hit : undefined;
-    const row = await this.db('tracked_links').where({ id: ref.linkId, user_id: ref.userId }).first('id', 'user_id', 'url', 'single_send_id', 'automation_id');
+    const row = await this.db('tracked_links').where({ id: ref.linkId, user_id: ref.userId }).first('id', 'user_id', 'url', ...OWNER_COLUMNS);
     if (!row) return undefined;
-    const link = { id: Number(row.id), userId: row.user_id, url: row.url, location: new URL(row.url).href, singleSendId: row.single_send_id, automationId: row.automation_id };
+    const owner = Object.fromEntries(OWNER_COLUMNS.map((c) => [c, row[c]])) as OwnerColumns;
+    const link = { id: Number(row.id), userId: row.user_id, url: row.url, location: new URL(row.url).href, owner };
     if (this.links.size >= this.max) this.links.delete(this.links.keys().next().value as number);
     this.links.set(link.id, link);
     return link;

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { recordMessageEvents } from '../events/record';
+import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
 import { recipientCondition } from './recipient';
@@ -63,7 +64,7 @@ async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupSt
   const groups = (await db('unsubscribe_groups as g')
     .where('g.user_id', m.userId)
     .where((q) => {
-      q.where((live) => live.whereNull('g.deleted_at').where('g.is_display', 1));
+      q.where((live) => live.whereNull('g.deleted_at').where('g.is_display', GroupDisplay.Shown));
       if (m.groupId) q.orWhere('g.id', m.groupId);
     })
     .orderByRaw('g.id = ? DESC, g.id', [m.groupId ?? 0])

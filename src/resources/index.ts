@@ -9,11 +9,11 @@ import { singleSendRoutes } from './single-sends/single-sends.router';
 import { senderRoutes } from './senders/senders.router';
 import { segmentRoutes } from './segments/segments.router';
 import { notificationRoutes } from './notifications/notifications.router';
+import { reportRoutes } from './reports/reports.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
 import { suppressionRoutes } from './suppressions/suppressions.router';
-import { reportRoutes } from './reports/reports.router';
 import { webhookRoutes } from './webhooks/webhooks.router';
 
 /** Every API operation, in the spec's order of families. */
@@ -31,7 +31,7 @@ export const apiRoutes: RouteDef[] = [
   ...geographyRoutes,
   ...senderRoutes,
   ...eventRoutes,
+  ...reportRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
-  ...reportRoutes,
 ];

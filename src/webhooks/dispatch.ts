@@ -4,22 +4,25 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
 import { dnsFor } from '../dns';
+import { runDueJobs, type JobKind, type Outcome } from '../jobs/runner';
+import { jobTable, type Claimed } from '../jobs/table';
+import { WebhookActivity, webhookActivity, webhookBatchStatus } from '../states';
 import { postWebhook, type PostOutcome } from './http-post';
 import { signedHeaders } from './signature';
 
 /**
- * Webhook delivery, done by the worker (docs/decisions.md, "Webhooks"), in two steps whose state
- * is all in PostgreSQL:
+ * Webhook delivery, done by the worker's webhooks loop (docs/decisions.md, "Webhooks"), in two
+ * steps whose state is all in PostgreSQL:
  *
  * 1. Batching: an active endpoint follows its account's events by id from its cursor. Events of
- *    one type (≤ 500) become one `webhook_deliveries` row with its body fixed and a `msg_id`, and
- *    the cursor moves past them, in one transaction that holds the endpoint's row (SKIP LOCKED:
- *    two workers never batch the same events). Ids of one account become visible in id order
- *    (src/events/record.ts), so nothing behind the cursor can still appear.
- * 2. Sending: due rows are claimed like recipient rows and outbox jobs — `FOR UPDATE SKIP LOCKED`,
- *    a lease (`next_attempt_at` moved past the attempt's deadline), the claim named by its attempt
- *    number. A worker killed mid-request leaves the row claimed until its lease ends; then another
- *    attempt sends the same body with the same `webhook-id` (at-least-once).
+ *    one type (≤ 500) become one webhook batch — a `webhook_deliveries` row with its body fixed
+ *    and a `msg_id` — and the cursor moves past them, in one transaction that holds the
+ *    endpoint's row (SKIP LOCKED: two workers never batch the same events). Ids of one account
+ *    become visible in id order (src/events/record.ts), so nothing behind the cursor can still appear.
+ * 2. Sending: webhook batches are jobs of the job runner (src/jobs): claimed with `FOR UPDATE SKIP
+ *    LOCKED` under a lease longer than an attempt's deadline, fenced by the attempt number, retried
+ *    with backoff. A worker killed mid-request leaves the batch claimed until its lease ends; then
+ *    another attempt sends the same body with the same `webhook-id` (at-least-once).
  */
 export interface WebhookDeps {
   db: Knex;
@@ -33,16 +36,14 @@ export const BATCH_SIZE = 500;
 const SCAN_LIMIT = 5000;
 /** Endpoints batched per round. */
 const ENDPOINTS_PER_ROUND = 20;
-/** Retry delays double from WEBHOOK_RETRY_BASE_MS up to this. */
-const MAX_DELAY_MS = 8 * 3600_000;
 
 /** An ISO 8601 UTC timestamp with microseconds, as the API writes them. */
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
 /**
  * The events after the cursor that the endpoint wants, cut into batches of one type, each a
- * delivery row whose body presents the events as GET /events does (the send's and the
- * automation's utr instead of internal ids).
+ * `webhook_deliveries` row whose body presents the events as GET /events does (the send's and
+ * the automation's utr instead of internal ids).
  */
 const BATCH_SQL = `
   WITH ev AS (
@@ -76,7 +77,7 @@ const BATCH_SQL = `
 /** One active endpoint with events it has not had yet, held for this transaction. */
 const PICK_SQL = `
   SELECT w.user_id, w.id, w.last_event_id, w.event_types FROM webhooks w
-  WHERE w.is_active = 1 AND w.deleted_at IS NULL
+  WHERE w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL
     AND EXISTS (
       SELECT 1 FROM events e
       WHERE e.user_id = w.user_id AND e.id > w.last_event_id
@@ -84,7 +85,7 @@ const PICK_SQL = `
   LIMIT 1
   FOR UPDATE OF w SKIP LOCKED`;
 
-/** Turns new events into delivery rows. Returns how many batches were made. */
+/** Turns new events into webhook batches. Returns how many were made. */
 export async function batchEvents(db: Knex): Promise<number> {
   let made = 0;
   for (let i = 0; i < ENDPOINTS_PER_ROUND; i += 1) {
@@ -110,128 +111,107 @@ export async function batchEvents(db: Knex): Promise<number> {
   return made;
 }
 
-interface Claimed {
-  user_id: number;
-  id: string;
+/** What a claimed webhook batch carries: its endpoint, its `webhook-id` and its fixed body. */
+interface WebhookBatch {
   webhook_id: number;
   msg_id: string;
   body: string;
-  attempt: number;
-  url: string;
-  secret: string;
 }
 
 /** The lease of one attempt: longer than its deadline (lookup, connect, answer) can take. */
-export function leaseMs(config: Config): number {
+function leaseMs(config: Config): number {
   return config.webhookTimeoutMs * 3 + 5000;
 }
 
-export async function claimDeliveries(db: Knex, limit: number, lease: number): Promise<Claimed[]> {
-  const { rows } = await db.raw(
-    `UPDATE webhook_deliveries d
-     SET attempt = d.attempt + 1, next_attempt_at = now() + ? * interval '1 millisecond', updated_at = now()
-     FROM (
-       SELECT d.user_id, d.id, w.url, w.secret
-       FROM webhook_deliveries d
-       JOIN webhooks w ON w.user_id = d.user_id AND w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.is_active = 1 AND w.deleted_at IS NULL
-       ORDER BY d.next_attempt_at
-       LIMIT ?
-       FOR UPDATE OF d SKIP LOCKED
-     ) p
-     WHERE d.user_id = p.user_id AND d.id = p.id
-     RETURNING d.user_id, d.id, d.webhook_id, d.msg_id, d.payload::text AS body, d.attempt, p.url, p.secret`,
-    [lease, limit],
-  );
-  return rows as Claimed[];
-}
+/** The worker disables an endpoint that has failed for too long. */
+const DISABLE = webhookActivity.move(WebhookActivity.Active, WebhookActivity.Inactive);
 
-/** Sends one claimed batch and writes what became of it. */
-async function attempt(deps: WebhookDeps, d: Claimed): Promise<void> {
+const WEBHOOK_BATCHES = jobTable({
+  name: 'webhook_deliveries',
+  states: webhookBatchStatus,
+  attempts: 'attempt',
+  returning: 'j.webhook_id, j.msg_id, j.payload::text AS body',
+  // A paused, disabled or deleted endpoint's batches wait (turned on again, it gets them).
+  claimable: `EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = j.user_id AND w.id = j.webhook_id AND w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL)`,
+  touched: 'updated_at',
+  lastError: 'last_error',
+});
+
+/** Sends one claimed batch, signed, to the address its endpoint's URL resolves to now. */
+async function sendBatch(deps: WebhookDeps, batch: Claimed<WebhookBatch>): Promise<Outcome> {
   const { config } = deps;
-  const outcome = await postWebhook(d.url, d.body, signedHeaders(d.secret, d.msg_id, d.body), {
+  const endpoint = await deps.db('webhooks').where({ user_id: batch.user_id, id: batch.webhook_id }).first('url', 'secret');
+  if (!endpoint) return { ok: false, permanent: true, error: 'webhook deleted' };
+  const outcome = await postWebhook(endpoint.url, batch.body, signedHeaders(endpoint.secret, batch.msg_id, batch.body), {
     allowHosts: config.webhookAllowHosts,
     dns: dnsFor(config),
     timeoutMs: config.webhookTimeoutMs,
   });
-  await recordOutcome(deps, d, outcome);
+  const set = { last_status: outcome.status };
+  if (outcome.ok) return { ok: true, set };
+  deps.logger.warn({ webhook: batch.webhook_id, batch: batch.id, attempt: batch.attempts, error: outcome.error }, 'webhook attempt failed');
+  return { ok: false, error: outcome.error ?? `HTTP ${outcome.status}`, set };
 }
 
-async function recordOutcome(deps: WebhookDeps, d: Claimed, outcome: PostOutcome): Promise<void> {
-  const { db, config } = deps;
-  const gaveUp = !outcome.ok && d.attempt >= config.webhookMaxAttempts;
-  const delay = Math.min(MAX_DELAY_MS, config.webhookRetryBaseMs * 2 ** (d.attempt - 1));
-  await db.transaction(async (trx) => {
-    // Named by the attempt: a worker whose lease ran out cannot overwrite the newer attempt.
-    const changed = await trx('webhook_deliveries')
-      .where({ user_id: d.user_id, id: d.id, attempt: d.attempt, status: 'pending' })
-      .update({
-        status: outcome.ok ? 'delivered' : gaveUp ? 'failed' : 'pending',
-        last_status: outcome.status,
-        last_error: outcome.error?.slice(0, 2000) ?? null,
-        next_attempt_at: outcome.ok || gaveUp ? trx.fn.now() : trx.raw("now() + ? * interval '1 millisecond'", [delay]),
-        updated_at: trx.fn.now(),
-      });
-    if (!changed) return;
-    const endpoint = trx('webhooks').where({ user_id: d.user_id, id: d.webhook_id });
-    if (outcome.ok) {
-      await endpoint.clone().whereNotNull('failing_since').update({ failing_since: null });
-      return;
-    }
-    await endpoint.clone().whereNull('failing_since').update({ failing_since: trx.fn.now() });
-    await disableIfFailingTooLong(deps, trx, d);
-  });
-  if (!outcome.ok) deps.logger.warn({ webhook: d.webhook_id, delivery: d.id, attempt: d.attempt, error: outcome.error }, 'webhook attempt failed');
+/**
+ * In the transaction of the batch's outcome: `failing_since` is set by a failure and cleared by
+ * a success, and an endpoint failing for too long is disabled.
+ */
+async function trackEndpoint(trx: Knex.Transaction, deps: WebhookDeps, batch: Claimed<WebhookBatch>, outcome: Outcome): Promise<void> {
+  const endpoint = trx('webhooks').where({ user_id: batch.user_id, id: batch.webhook_id });
+  if (outcome.ok) {
+    await endpoint.clone().whereNotNull('failing_since').update({ failing_since: null });
+    return;
+  }
+  await endpoint.clone().whereNull('failing_since').update({ failing_since: trx.fn.now() });
+  await disableIfFailingTooLong(deps, trx, batch);
 }
 
 /** An endpoint that failed every attempt for WEBHOOK_DISABLE_AFTER_HOURS is disabled, with an account event. */
-async function disableIfFailingTooLong(deps: WebhookDeps, trx: Knex.Transaction, d: Claimed): Promise<void> {
+async function disableIfFailingTooLong(deps: WebhookDeps, trx: Knex.Transaction, batch: Claimed<WebhookBatch>): Promise<void> {
   const [disabled] = await trx('webhooks')
-    .where({ user_id: d.user_id, id: d.webhook_id, is_active: 1 })
+    .where({ user_id: batch.user_id, id: batch.webhook_id })
+    .whereIn('is_active', DISABLE.from)
     .whereNull('deleted_at')
     .where('failing_since', '<=', trx.raw("now() - ? * interval '1 hour'", [deps.config.webhookDisableAfterHours]))
-    .update({ is_active: 0, updated_at: trx.fn.now() })
+    .update({ is_active: DISABLE.to, updated_at: trx.fn.now() })
     .returning(['id', 'url', 'failing_since']);
   if (!disabled) return;
-  await recordAccountEvent({ db: trx }, d.user_id, 'webhook.disabled', 'Webhook disabled', {
+  await recordAccountEvent({ db: trx }, batch.user_id, 'webhook.disabled', 'Webhook disabled', {
     webhook_id: disabled.id,
     url: disabled.url,
     failing_since: String(disabled.failing_since),
     hours: deps.config.webhookDisableAfterHours,
   });
-  deps.logger.warn({ webhook: d.webhook_id }, 'webhook disabled: failing for too long');
+  deps.logger.warn({ webhook: batch.webhook_id }, 'webhook disabled: failing for too long');
 }
 
+/** Webhook batches on the job runner: WEBHOOK_CONCURRENCY requests side by side per worker. */
+export const webhookBatches: JobKind<WebhookBatch, WebhookDeps> = {
+  name: 'webhook_batch',
+  table: WEBHOOK_BATCHES,
+  settings: (config) => ({
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    retryMaxMs: 8 * 3600_000,
+    leaseMs: leaseMs(config),
+    concurrency: config.webhookConcurrency,
+  }),
+  handle: sendBatch,
+  recorded: trackEndpoint,
+};
+
 /**
- * One round: batches new events, then claims due deliveries (WEBHOOK_CONCURRENCY) and sends
- * them side by side. Returns how much was done (0: nothing due).
+ * One round of the webhooks loop: batches new events, then sends the due batches. Returns how
+ * much was done (0: nothing).
  */
 export async function runWebhooks(deps: WebhookDeps): Promise<number> {
-  const made = await batchEvents(deps.db);
-  const claimed = await claimDeliveries(deps.db, deps.config.webhookConcurrency, leaseMs(deps.config));
-  await Promise.all(
-    claimed.map((d) =>
-      attempt(deps, d).catch((err) => deps.logger.warn({ err, delivery: d.id }, 'webhook attempt failed; retried after its lease')),
-    ),
-  );
-  return made + claimed.length;
-}
-
-/**
- * Finished batches older than EVENTS_RETENTION_DAYS go with the events they carried (the worker
- * runs this hourly); pending ones stay whatever their age. Returns how many went.
- */
-export async function purgeDeliveries(db: Knex, days: number): Promise<number> {
-  const { rowCount } = await db.raw(
-    `DELETE FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < now() - ? * interval '1 day'`,
-    [days],
-  );
-  return rowCount ?? 0;
+  return (await batchEvents(deps.db)) + (await runDueJobs(webhookBatches, deps));
 }
 
 /**
  * POST /webhooks/test: one `webhook.test` event sent now, within the request (the caller waits
- * for the endpoint's answer), signed like every delivery; nothing is stored or retried.
+ * for the endpoint's answer), signed like every batch; nothing is stored or retried.
  */
 export async function sendTestEvent(
   config: Config,

@@ -1,10 +1,12 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { Dns } from '../dns';
 
 /**
  * Where a webhook may be sent (issue 11, "SSRF"). A URL names a host; the host is resolved and
  * every address it resolves to must be public: no loopback, private, shared (CGNAT), link-local,
- * unique-local, multicast or reserved address, and never a cloud metadata address. Hosts in
+ * unique-local, multicast or reserved address, nor an IPv6 form embedding one (IPv4-mapped,
+ * -compatible, -translated, NAT64, 6to4, Teredo), and never a cloud metadata address. Hosts in
  * WEBHOOK_ALLOW_HOSTS (names as written in the URL, or addresses) may be private or local — the
  * way tests and development reach 127.0.0.1 — but metadata addresses stay refused even then.
  *
@@ -13,35 +15,54 @@ import type { Dns } from '../dns';
  * (DNS rebinding) cannot redirect the request. Names are resolved by Herald's resolver
  * (src/dns.ts: the system's, or DNS_SERVERS).
  */
-const METADATA = new BlockList();
-METADATA.addAddress('169.254.169.254', 'ipv4');
-METADATA.addAddress('fd00:ec2::254', 'ipv6');
+const METADATA = new Set(['169.254.169.254', 'fd00:ec2::254']);
 
-const NOT_PUBLIC = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local (and the metadata address)
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
+/**
+ * IPv6 forms that carry an IPv4 address inside them: reaching one of them reaches that IPv4
+ * address (or, for Teredo, the client's NAT), so it is judged as the IPv4 address(es) it embeds.
+ * ipaddr.js names the ranges; it has no name for the deprecated IPv4-compatible `::a.b.c.d`
+ * (::/96), which Linux still routes to a.b.c.d through the sit tunnel, so that one is here by hand.
+ */
+const NAT64 = ipaddr.IPv6.parse('64:ff9b::');
+const IPV4_COMPATIBLE = ipaddr.IPv6.parse('::');
+
+function embeddedIPv4(a: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
+  const b = a.toByteArray();
+  const v4 = (at: number, xor = 0) => new ipaddr.IPv4(b.slice(at, at + 4).map((x) => x ^ xor));
+  switch (a.range()) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d, IPv4-translated
+      return [v4(12)];
+    case 'rfc6052': // 64:ff9b::a.b.c.d (NAT64); the local-use 64:ff9b:1::/48 places it as its network says: refused whole
+      return a.match(NAT64, 96) ? [v4(12)] : undefined;
+    case '6to4': // 2002:AABB:CCDD::/48
+      return [v4(2)];
+    case 'teredo': // 2001:0:server(32 bits):flags:port:client(32 bits, inverted)
+      return [v4(4), v4(12, 0xff)];
+    default:
+      // IPv4-compatible ::a.b.c.d (but not :: and ::1, which have ranges of their own).
+      return a.match(IPV4_COMPATIBLE, 96) && a.range() === 'unicast' ? [v4(12)] : undefined;
+  }
 }
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96], // NAT64: could map to any IPv4 address
-  ['fc00::', 7], // unique-local (fd00:ec2::254 among them)
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv6');
+
+/** Every address a connection to `address` reaches: itself, and the IPv4 addresses it embeds. */
+function reached(address: string): ipaddr.IPv4[] | [ipaddr.IPv6] {
+  const a = ipaddr.parse(address);
+  if (a.kind() === 'ipv4') return [a as ipaddr.IPv4];
+  return embeddedIPv4(a as ipaddr.IPv6) ?? [a as ipaddr.IPv6];
+}
+
+function isMetadata(address: string): boolean {
+  return reached(address).some((a) => METADATA.has(a.toString()));
+}
+
+/**
+ * Public: ipaddr.js's `unicast`, i.e. in none of the ranges it names (loopback, private,
+ * carrier-grade NAT, link-local, unique-local, multicast, reserved, documentation, …), and for
+ * an IPv6 form that embeds IPv4 addresses, every one of those public.
+ */
+export function isPublicAddress(address: string): boolean {
+  return reached(address).every((a) => a.range() === 'unicast');
 }
 
 export interface ResolvedTarget {
@@ -56,26 +77,11 @@ export class RefusedTarget extends Error {}
 
 /**
  * `::ffff:10.0.0.1` (or `::ffff:a00:1`, as URLs write it) is 10.0.0.1: an IPv4-mapped IPv6
- * address is judged as the IPv4 address it is.
+ * address is connected to as the IPv4 address it is. Other addresses in their canonical form.
  */
 function normalize(address: string): { address: string; family: 4 | 6 } {
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (dotted) return { address: dotted[1], family: 4 };
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex) {
-    const [hi, lo] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
-    return { address: [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.'), family: 4 };
-  }
-  return { address: address.toLowerCase(), family: isIP(address) === 6 ? 6 : 4 };
-}
-
-function isMetadata(address: string, family: 4 | 6): boolean {
-  return METADATA.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-export function isPublicAddress(address: string): boolean {
-  const a = normalize(address);
-  return !NOT_PUBLIC.check(a.address, a.family === 4 ? 'ipv4' : 'ipv6');
+  const a = ipaddr.process(address);
+  return { address: a.toString(), family: a.kind() === 'ipv4' ? 4 : 6 };
 }
 
 /** The URL's host without IPv6 brackets, lower-cased. */
@@ -117,10 +123,10 @@ export async function resolveTarget(text: string, allowHosts: string[], dns: Dns
   if (addresses.length === 0) throw new RefusedTarget(`The :attribute host ${host} could not be resolved.`);
   // The host as the URL names it (a name, or an address literal): a name that merely resolves to
   // an allowed address is not allowed by that.
-  const hostAllowed = allowHosts.includes(host) || (isIP(host) > 0 && allowHosts.includes(normalize(host).address));
+  const hostAllowed = allowHosts.includes(host) || (isIP(host) > 0 && allowHosts.some((h) => isIP(h) > 0 && normalize(h).address === normalize(host).address));
   for (const raw of addresses) {
     const a = normalize(raw.address);
-    if (isMetadata(a.address, a.family)) throw new RefusedTarget('The :attribute must not point to a metadata address.');
+    if (isMetadata(a.address)) throw new RefusedTarget('The :attribute must not point to a metadata address.');
     if (hostAllowed) continue;
     if (!isPublicAddress(a.address)) {
       throw new RefusedTarget('The :attribute must not point to a loopback, private or link-local address.');

@@ -10,7 +10,7 @@ import {
 import { LIVE_REFUSED, PAUSE_REFUSED } from '../../src/resources/automations/automations.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 
 /**
  * The eleven automation operations of the spec, the `/automations/contacts` extension and the
@@ -48,29 +48,12 @@ const B = {} as Refs;
 type Automation = ReturnType<typeof automationRecord.parse>;
 type Schedule = ReturnType<typeof scheduleRecord.parse>;
 
-/** A segment of the list: everyone whose email contains `@`. */
-async function makeSegment(account: TestAccount, typeId: number): Promise<number> {
-  const email = await db('fields').whereNull('user_id').where({ field_name: 'email' }).first('id');
-  const [row] = await db('segments')
-    .insert({
-      user_id: account.id,
-      contact_type_id: typeId,
-      segment_name: 'Everyone',
-      select_field: JSON.stringify([String(email.id)]),
-      select_operator: JSON.stringify(['contains']),
-      value: JSON.stringify(['@']),
-      query_type: 'and',
-    })
-    .returning('id');
-  return row.id;
-}
-
 async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.sender = await makeSender(db, account);
   into.unverified = await makeSender(db, account, false);
   into.group = await makeGroup(db, account, 'Onboarding');
   into.list = await makeContactType(db, account, 'Signups');
-  into.segment = await makeSegment(account, into.list);
+  into.segment = await makeSegment(db, account, into.list);
   into.deletedList = await makeContactType(db, account, 'Gone');
   await db('contact_types').where({ id: into.deletedList }).update({ deleted_at: db.fn.now() });
 }
@@ -458,6 +441,12 @@ describe('GET /automations/pause', () => {
     expectSuccess(await api(app, a).get(`/automations/pause?utr=${utr}`));
     const events = () => db('events').where({ user_id: a.id }).whereRaw("data->>'utr' = ?", [utr]).orderBy('id').pluck('type');
     expect(await events()).toEqual(['automation.live', 'automation.paused']);
+    // Recorded with the automation, so its events filter finds them.
+    const listed = (await api(app, a).get(`/events?automation_utr=${utr}`)).body.message.events as Array<{ type: string; automation_utr: string }>;
+    expect(listed.map((e) => [e.type, e.automation_utr])).toEqual([
+      ['automation.live', utr],
+      ['automation.paused', utr],
+    ]);
     // The database refuses this automation's next event (only its own: other files share the database).
     await db.raw(`CREATE FUNCTION herald_test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
     await db.raw(`CREATE TRIGGER herald_test_refuse_event BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.data->>'utr' = '${utr}') EXECUTE FUNCTION herald_test_refuse_event()`);
@@ -555,6 +544,31 @@ describe('GET /automations/duplicate', () => {
     // The original is untouched.
     expect(await details(a, utr)).toEqual(original);
     expect(await schedulesOf(a, utr)).toEqual(originalEmails);
+  });
+
+  it('makes UUIDv7 utrs (version 7, RFC variant) for automations, emails and copies, in creation order', async () => {
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const utr = await create(a, A);
+    await addEmail(a, A, utr, { subject: 'One' });
+    await addEmail(a, A, utr, { subject: 'Two' });
+    const copyUtr = (await api(app, a).get(`/automations/duplicate?utr=${utr}`)).body.message.utr as string;
+    const emails = (await schedulesOf(a, utr)).map((s) => s.utr);
+    const copiedEmails = (await schedulesOf(a, copyUtr)).map((s) => s.utr);
+    const made = [utr, ...emails, copyUtr, ...copiedEmails];
+    for (const u of made) expect(u).toMatch(V7);
+    expect([...made.slice(0, 3)].reverse().sort()).toEqual(made.slice(0, 3));
+    expect([...copiedEmails].reverse().sort()).toEqual(copiedEmails);
+    expect([copyUtr, utr].sort()).toEqual([utr, copyUtr]);
+  });
+
+  it('still finds an automation and an email whose utrs are version-4 UUIDs, made before UUIDv7', async () => {
+    const utr = await ready();
+    const [email] = await schedulesOf(a, utr);
+    const [v4, v4Email] = [randomUUID(), randomUUID()];
+    await db('automations').where({ utr }).update({ utr: v4 });
+    await db('automation_schedules').where({ utr: email.utr }).update({ utr: v4Email });
+    expect((await details(a, v4)).utr).toBe(v4);
+    expect((await schedulesOf(a, v4.toUpperCase())).map((s) => s.utr)).toEqual([v4Email]);
   });
 
   it('answers NF2 for unknown, malformed, missing, deleted and other accounts’ utrs, copying nothing', async () => {

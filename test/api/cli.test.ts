@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
@@ -5,6 +7,7 @@ import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli';
 import { setupApp, testDatabaseUrl } from '../helpers/app';
 import { TEST_MASTER_KEY } from '../helpers/master-key';
+import { freePort } from '../helpers/net';
 
 const { app, db } = setupApp();
 
@@ -100,5 +103,53 @@ describe('herald dns', () => {
     } finally {
       delete process.env.MAIL_FROM;
     }
+  });
+});
+
+/** `herald <args>` as its own process (from the TypeScript sources), as an operator starts it: its exit code and output. */
+function heraldProcess(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const main = `require('./src/cli.ts').buildProgram().parseAsync(['node', 'herald', ...${JSON.stringify(args)}])`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', main], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+
+describe('herald serve refuses a bad configuration before anything starts', () => {
+  const base = () => ({ DATABASE_URL: testDatabaseUrl(), DATA_DIR: path.join(os.tmpdir(), `herald-cli-${process.pid}`), HERALD_MASTER_KEY: TEST_MASTER_KEY, WORKER: '0' });
+
+  it('a bad SMTP_URL: stderr names it and the problem, never its password; exit 2', async () => {
+    const { code, stdout, stderr } = await heraldProcess({ ...base(), SMTP_URL: 'smtps://mailer:Pw-s3cret-77@smtp.example.com:notaport' }, 'serve');
+    expect(code).toBe(2);
+    expect(stderr).toBe('Invalid configuration:\n  SMTP_URL (value not shown): has a port that is not a number from 0 to 65535\n');
+    expect(stdout + stderr).not.toContain('s3cret');
+  });
+
+  it('INBOUND_SMTP_PORT without BOUNCE_DOMAIN: exit 2 and nothing listening (it used to log "listening", then exit 1)', async () => {
+    const [port, inboundPort] = [await freePort(), await freePort()];
+    const { code, stdout, stderr } = await heraldProcess({ ...base(), PORT: String(port), INBOUND_SMTP_PORT: String(inboundPort) }, 'serve');
+    expect({ code, stderr }).toEqual({ code: 2, stderr: expect.stringContaining('INBOUND_SMTP_PORT needs BOUNCE_DOMAIN') });
+    expect(stdout + stderr).not.toMatch(/listening/i);
+    expect(await listening(port)).toBe(false);
+    expect(await listening(inboundPort)).toBe(false);
+  });
+
+  it('herald inbound without BOUNCE_DOMAIN: exit 2 before touching the database', async () => {
+    const { code, stderr } = await heraldProcess({ ...base(), DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, 'inbound');
+    expect(code).toBe(2);
+    expect(stderr).toContain('herald inbound needs BOUNCE_DOMAIN');
   });
 });

@@ -1,10 +1,12 @@
 import { recordAccountEvent } from '../../src/events/account-events';
 import { recordMessageEvents } from '../../src/events/record';
 import type { MessageEvent } from '../../src/events/types';
-import { automationStats, eventRecord, singleSendStats } from '../../src/resources/events/events.schemas';
+import { eventRecord } from '../../src/resources/events/events.schemas';
+import { automationStats, singleSendStats } from '../../src/resources/reports/reports.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { createAutomation, createSend as createSendViaApi } from '../helpers/sends';
 
 /**
  * GET /events and the stats endpoints, on events recorded through src/events/record.ts (the
@@ -20,23 +22,9 @@ let automationId: number;
 let otherUtr: string;
 
 async function createSend(account: TestAccount): Promise<{ utr: string; id: number }> {
-  const sender = await makeSender(db, account);
-  const group = await makeGroup(db, account);
-  const list = await makeContactType(db, account);
-  const res = await api(app, account).form('/single/send/create', {
-    template_id: 1,
-    template_html: '<html><body><p>Hi</p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: group,
-    single_send_name: 'Stats',
-    subject: 'Stats',
-    preheader: 'Stats',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  const utr = res.body.message.utr as string;
-  return { utr, id: (await db('single_sends').where({ utr }).first('id')).id };
+  const refs = { sender: await makeSender(db, account), group: await makeGroup(db, account), list: await makeContactType(db, account) };
+  const fields = { template_html: '<html><body><p>Hi</p></body></html>', single_send_name: 'Stats', subject: 'Stats', preheader: 'Stats' };
+  return createSendViaApi(app, db, account, refs, fields);
 }
 
 function message(type: MessageEvent['type'], email: string, extra: Partial<MessageEvent> = {}): MessageEvent {
@@ -53,10 +41,7 @@ beforeAll(async () => {
   ({ utr: sendUtr, id: sendId } = await createSend(a));
   ({ utr: otherUtr } = await createSend(b));
   const list = await makeContactType(db, a, 'Automation list');
-  const created = await api(app, a).form('/automations/create', { type: 'custom', automation_for: `contacts_${list}`, automation_name: 'Drip', unsubscribe_group_id: await makeGroup(db, a, 'Drip group') });
-  if (created.status !== 200) throw new Error(JSON.stringify(created.body));
-  automationUtr = created.body.message.utr;
-  automationId = (await db('automations').where({ utr: automationUtr }).first('id')).id;
+  ({ utr: automationUtr, id: automationId } = await createAutomation(app, db, a, { group: await makeGroup(db, a, 'Drip group'), list }));
 
   await record([
     message('delivered', 'Ada@Example.com'),

@@ -35,7 +35,7 @@ describe('authentication', () => {
     });
   });
 
-  it('answers a wrong pair with DESIGN’s string', async () => {
+  it('answers a wrong pair with the string of docs/decisions.md, “Conventions”', async () => {
     for (const [pk, sk] of [
       [a.public_key, 'sk_wrong'],
       ['pk_unknown', a.secret_key],

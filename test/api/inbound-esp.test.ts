@@ -4,13 +4,16 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import type { Express } from 'express';
 import request from 'supertest';
+import { createLogger } from '../../src/logger';
 import { secret } from '../../src/db/secrets';
 import { recipientToken } from '../../src/recipient-token';
 import { SendStatus } from '../../src/states';
 import { canonicalString } from '../../src/bounces/esp/ses';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeSendRow } from '../helpers/fixtures';
+import { memoryMailer } from '../helpers/mail';
 
 /**
  * POST /inbound/<provider>: each provider's check (signature, credentials, age), its events
@@ -35,7 +38,7 @@ function selfSignedCert(): { certPem: string; key: KeyObject } {
 }
 const sns = selfSignedCert();
 
-const { app, db } = setupApp({
+const { app, db, config } = setupApp({
   NODE_ENV: 'test',
   SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridKeys.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
   MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_KEY,
@@ -230,6 +233,34 @@ describe('POST /inbound/mailgun', () => {
     const replay = await post(once);
     expect(replay.status).toBe(401);
   });
+
+  it('refuses a replay after a restart: the seen tokens are kept in PostgreSQL, not in the process', async () => {
+    const r = await sentRow('mg-restart@example.com');
+    const once = signedBody({ event: 'failed', severity: 'temporary', recipient: 'mg-restart@example.com', 'user-variables': { herald: r.token } });
+    expect((await post(once)).status).toBe(200);
+    // A restarted Herald: the app and every module loaded anew (nothing kept in memory), on the same database.
+    let restarted: Express | undefined;
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const fresh = require('../../src/app') as typeof import('../../src/app');
+      restarted = fresh.createApp({ config, db, logger: createLogger('silent'), mailer: memoryMailer() });
+    });
+    const replay = await request(restarted!).post('/inbound/mailgun').set('Content-Type', 'application/json').send(JSON.stringify(once));
+    expect(replay.status).toBe(401);
+    expect(replay.body).toEqual({ status: 'failed', errors: 'The webhook timestamp is too old or in the future.' });
+    expect((await eventsOf('mg-restart@example.com')).map((e) => e.type)).toEqual(['deferred']);
+    // A new token is still welcome there.
+    expect((await request(restarted!).post('/inbound/mailgun').set('Content-Type', 'application/json').send(JSON.stringify(signedBody({ event: 'delivered' })))).status).toBe(200);
+  });
+
+  it('an unsigned body that is not JSON fails the signature check: 401, not 400', async () => {
+    for (const body of ['not json', '{"signature":', '[1,2]']) {
+      const res = await request(app).post('/inbound/mailgun').set('Content-Type', 'application/json').send(body);
+      expect({ body, status: res.status, errors: res.body.errors }).toEqual({ body, status: 401, errors: 'The webhook signature is invalid.' });
+    }
+    const form = await request(app).post('/inbound/mailgun').type('form').send({ event: 'failed' });
+    expect(form.status).toBe(401);
+  });
 });
 
 describe('POST /inbound/postmark', () => {
@@ -343,7 +374,13 @@ describe('POST /inbound/ses (SNS)', () => {
     const otherTopic = snsMessage({ Type: 'Notification', TopicArn: 'arn:aws:sns:eu-west-1:123456789012:other', Message: bounceNotification('ses-forged@example.com', r.token) });
     expect((await post(otherTopic)).status).toBe(401);
     expect(await snapshot()).toEqual(before);
-    expect((await post('not json')).status).toBe(400);
+  });
+
+  it('an unsigned body that is not an SNS message fails the check: 401, not 400', async () => {
+    for (const body of ['not json', '{"Type":', '"a string"', '[]']) {
+      const res = await request(app).post('/inbound/ses').set('Content-Type', 'text/plain; charset=UTF-8').send(body);
+      expect({ body, status: res.status }).toEqual({ body, status: 401 });
+    }
   });
 
   it('in production fetches certificates only from https SNS hosts', async () => {

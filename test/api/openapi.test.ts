@@ -43,3 +43,33 @@ describe('GET /docs', () => {
     expect((await request(app).get('/docs/init.js')).text).toContain('/openapi.json');
   });
 });
+
+describe('the endpoints outside the route table', () => {
+  /** Every route the app itself mounts (express's own table), as OpenAPI writes its path. */
+  function mountedRoutes(): Array<{ path: string; method: string }> {
+    const stack = (app as unknown as { router: { stack: Array<{ route?: { path: string | string[]; methods: Record<string, boolean> } }> } }).router.stack;
+    return stack.flatMap((layer) =>
+      layer.route
+        ? [layer.route.path]
+            .flat()
+            .flatMap((path) => Object.keys(layer.route!.methods).map((method) => ({ path: path.replace(/:(\w+)/g, '{$1}'), method })))
+        : [],
+    );
+  }
+
+  it('are documented, every one the app mounts (recipient pages, tracking, unsubscribe, ESP webhooks, health), without keys', async () => {
+    const doc = (await request(app).get('/openapi.json')).body;
+    const mounted = mountedRoutes().filter((r) => !r.path.startsWith('/docs') && r.path !== '/openapi.json');
+    expect(mounted.map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining(['get /t/open/{file}', 'get /t/click/{token}', 'get /unsubscribe/{token}', 'post /unsubscribe/{token}', 'post /inbound/ses', 'post /inbound/mailgun']),
+    );
+    for (const { path, method } of mounted) {
+      const op = doc.paths[path]?.[method];
+      expect({ path, method, documented: Boolean(op) }).toEqual({ path, method, documented: true });
+      expect({ path, security: op.security }).toEqual({ path, security: [] });
+    }
+    expect(Object.keys(doc.paths['/inbound/mailgun'].post.responses).sort()).toEqual(['200', '400', '401']);
+    expect(doc.paths['/t/open/{file}'].get.responses['200'].content['image/gif']).toBeDefined();
+    expect(doc.paths['/t/click/{token}'].get.parameters).toEqual([expect.objectContaining({ name: 'token', in: 'path', required: true })]);
+  });
+});

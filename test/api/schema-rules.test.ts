@@ -16,10 +16,21 @@ const REFERENCE_TABLES = ['countries', 'states', 'cities', 'templates', 'reserve
  * Tables that belong to no account: the accounts themselves (the distribution root), migrations, the global send budget,
  * the installation's own secrets (herald_secrets: the key that signs every account's tracking links), its bounce
  * mailbox's read position (bounce_mailboxes), and DKIM keys (dkim_keys: per signing domain — a selector is unique
- * per domain whichever account sends as it, and the key of MAIL_FROM's domain belongs to no account), and
- * the dashboard's failed sign-ins (dashboard_sign_in_failures: per client address; a failure names no account).
+ * per domain whichever account sends as it, and the key of MAIL_FROM's domain belongs to no account), the tokens of
+ * signed ESP webhook requests already received (esp_replay_tokens: the installation's ESP account, not one of Herald's),
+ * and the dashboard's failed sign-ins (dashboard_sign_in_failures: per client address; a failure names no account).
  */
-const GLOBAL_TABLES = ['accounts', 'knex_migrations', 'knex_migrations_lock', 'send_budget', 'herald_secrets', 'bounce_mailboxes', 'dkim_keys', 'dashboard_sign_in_failures'];
+const GLOBAL_TABLES = [
+  'accounts',
+  'knex_migrations',
+  'knex_migrations_lock',
+  'send_budget',
+  'herald_secrets',
+  'bounce_mailboxes',
+  'dkim_keys',
+  'esp_replay_tokens',
+  'dashboard_sign_in_failures',
+];
 
 const { db } = setupApp();
 

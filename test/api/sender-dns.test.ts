@@ -130,3 +130,28 @@ describe('POST /sender/dns/rotate', () => {
     expect(await db('dkim_keys').where({ user_id: a.id }).orderBy('id').select('state')).toEqual([{ state: 'retired' }, { state: 'retired' }, { state: 'active' }]);
   });
 });
+
+describe('an IP address where SPF would name a host', () => {
+  // PUBLIC_URL on an address (INBOUND_HOSTNAME's default) and an SMTP relay given by address.
+  const byAddress = setupApp({ PUBLIC_URL: 'http://127.0.0.1:3000' });
+  const relayV6 = setupApp({ SMTP_URL: 'smtp://[2001:db8::25]:587' });
+
+  it('is an ip4:/ip6: mechanism, not a: (which takes a domain), and checks as such', async () => {
+    byAddress.config.dnsServers = [dns.servers];
+    const owner = await makeAccount(byAddress.db);
+    const id = await makeSender(byAddress.db, owner);
+    const got = await api(byAddress.app, owner).get(`/sender/dns?sender_id=${id}`);
+    expectSuccess(got);
+    const spf = (got.body.message.records as Rec[]).find((r) => r.purpose === 'spf')!;
+    expect(spf.value).toBe('v=spf1 ip4:127.0.0.1 ~all');
+    // No BOUNCE_DOMAIN here (with an IP in PUBLIC_URL it would need INBOUND_HOSTNAME): no MX.
+    expect((got.body.message.records as Rec[]).map((r) => r.purpose)).toEqual(['dkim', 'spf', 'dmarc']);
+    dns.set(spf.host, 'TXT', ['v=spf1 ip4:127.0.0.1 -all']);
+    const checked = await api(byAddress.app, owner).form(`/sender/dns/check?sender_id=${id}`, {});
+    expect((checked.body.message.records as Rec[]).find((r) => r.purpose === 'spf')!.status).toBe('verified');
+
+    const other = await makeAccount(relayV6.db);
+    const relayed = await api(relayV6.app, other).get(`/sender/dns?sender_id=${await makeSender(relayV6.db, other)}`);
+    expect((relayed.body.message.records as Rec[]).find((r) => r.purpose === 'spf')!.value).toBe('v=spf1 ip6:2001:db8::25 ~all');
+  });
+});

@@ -1,14 +1,16 @@
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import request from 'supertest';
-import { MailError } from '../../src/mail/mailer';
+import { createApp } from '../../src/app';
+import { createLogger } from '../../src/logger';
+import { MailError, outboxMailer } from '../../src/mail/mailer';
 import { senderRecord, type SenderRecord } from '../../src/resources/senders/senders.schemas';
-import {
-  findVerifiedSender,
-  formatSenderAddress,
-  senderAddress,
-  senderIdMessages,
-} from '../../src/resources/senders/senders.service';
+import { formatSenderAddress, senderAddress } from '../../src/mail/sender-address';
+import { findVerifiedSender, senderIdMessages } from '../../src/resources/senders/senders.service';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { waitFor } from '../helpers/wait';
 import { expectAuthMissing, expectNF1, expectSuccess, expectSuccessInErrors, expectVal } from '../helpers/expect';
@@ -768,5 +770,35 @@ describe('findVerifiedSender and senderAddress (for single sends and automations
     expect(formatSenderAddress({ company_address: '9 Rue X', zip_code: '75001', city: 'Paris', country: 'France' })).toBe(
       '9 Rue X, Paris, 75001, France',
     );
+  });
+});
+
+describe('without SMTP_URL (mail written to DATA_DIR/outbox)', () => {
+  it('logs the verification link, so a developer can open it without decoding the .eml', async () => {
+    const lines: string[] = [];
+    const log = createLogger('info', new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-outbox-'));
+    try {
+      const local = createApp({ config, db, logger: log, mailer: outboxMailer(dir) });
+      const body = fields();
+      expectSuccess(await api(local, a).form('/sender/save', body), 'Added Successfully');
+      const line = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'mail written to the outbox (no SMTP_URL)');
+      expect(line).toMatchObject({ to: body.from_email, subject: `Verify your sender address ${body.from_email}`, outbox: dir });
+      expect(fs.readdirSync(dir)).toHaveLength(1);
+      // The logged link is the mailed one: opening it verifies the sender.
+      const token = LINK.exec(line.link)![1];
+      expect((await openLink(token)).status).toBe(200);
+      expect((await listOf(a)).find((x) => x.from_email === body.from_email)!.is_verified).toBe(1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('logs nothing of the kind when mail goes to an SMTP server (or anywhere else)', async () => {
+    const lines: string[] = [];
+    const log = createLogger('info', new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
+    const other = createApp({ config, db, logger: log, mailer });
+    expectSuccess(await api(other, a).form('/sender/save', fields()), 'Added Successfully');
+    expect(lines.join('')).not.toContain('senders/verify/');
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { singleSendRecord } from '../../src/resources/single-sends/single-sends.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 
 /**
  * The seven single-send operations of the spec (no worker here: nothing is delivered, so the
@@ -34,23 +34,6 @@ let b: TestAccount;
 const A = {} as Refs;
 const B = {} as Refs;
 
-/** A segment of the list: everyone whose email contains `@`. */
-async function makeSegment(account: TestAccount, typeId: number): Promise<number> {
-  const email = await db('fields').whereNull('user_id').where({ field_name: 'email' }).first('id');
-  const [row] = await db('segments')
-    .insert({
-      user_id: account.id,
-      contact_type_id: typeId,
-      segment_name: 'Everyone',
-      select_field: JSON.stringify([String(email.id)]),
-      select_operator: JSON.stringify(['contains']),
-      value: JSON.stringify(['@']),
-      query_type: 'and',
-    })
-    .returning('id');
-  return row.id;
-}
-
 async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.sender = await makeSender(db, account);
   into.unverified = await makeSender(db, account, false);
@@ -59,7 +42,7 @@ async function refsFor(account: TestAccount, into: Refs): Promise<void> {
   into.group = await makeGroup(db, account, 'Newsletter');
   into.list = await makeContactType(db, account);
   await makeContacts(db, account, into.list, [{ email: `x${account.id}@example.com` }]);
-  into.segment = await makeSegment(account, into.list);
+  into.segment = await makeSegment(db, account, into.list);
   into.deletedList = await makeContactType(db, account, 'Gone');
   await db('contact_types').where({ id: into.deletedList }).update({ deleted_at: db.fn.now() });
 }
@@ -190,7 +173,7 @@ describe('POST /single/send/create', () => {
     expect(s).toMatchObject({ template_json: '{"rows":[]}', template_html: null });
   });
 
-  it('accepts a JSON body as well as multipart (DESIGN §2)', async () => {
+  it('accepts a JSON body as well as multipart (docs/decisions.md, “Conventions”)', async () => {
     const res = await api(app, a).json('/single/send/create', { ...fields(), single_send_name: 'From JSON' });
     expectSuccess(res);
     expect((await details(res.body.message.utr)).single_send_name).toBe('From JSON');
@@ -378,6 +361,23 @@ describe('POST /single/send/create', () => {
     expect([await rowCount(a), await rowCount(b)]).toEqual(before);
   });
 
+  it('makes UUIDv7 utrs (version 7, RFC variant) that sort in creation order, the duplicate’s too', async () => {
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const first = await create();
+    const second = await create();
+    expectSuccess(await api(app, a).get(`/single/send/duplicate?utr=${first}`), 'Duplicated Successfully');
+    const copy = (await db('single_sends').where({ user_id: a.id }).orderBy('id', 'desc').first('utr')).utr as string;
+    for (const utr of [first, second, copy]) expect(utr).toMatch(V7);
+    expect([copy, second, first].sort()).toEqual([first, second, copy]);
+  });
+
+  it('still finds a send whose utr is a version-4 UUID, made before UUIDv7', async () => {
+    const utr = await create();
+    const v4 = randomUUID();
+    await db('single_sends').where({ utr }).update({ utr: v4 });
+    expect((await details(v4.toUpperCase())).utr).toBe(v4);
+  });
+
   it('answers AUTH without keys', async () => {
     expectAuthMissing(await api(app).form('/single/send/create', fields()));
   });
@@ -488,7 +488,7 @@ describe('GET or POST /single/send/duplicate (rule 9)', () => {
     const [second] = await listOf(a);
     expect(second).toMatchObject({ single_send_name: 'Launch (copy)', status: 0 });
     expect(second.utr).not.toBe(copy.utr);
-    // A POST may carry the utr in its body too (DESIGN §2).
+    // A POST may carry the utr in its body too (docs/decisions.md, "Conventions").
     expectSuccess(await api(app, a).form('/single/send/duplicate', { utr }), 'Duplicated Successfully');
   });
 

@@ -267,7 +267,7 @@ describe('POST /suppressions/add and DELETE /suppressions/delete', () => {
     }
     for (const url of ['/suppressions/list?type[]=bounce', '/suppressions/list?email[a]=b', `/suppressions/list?email=${'a'.repeat(300)}`, '/suppressions/message?id[]=1']) {
       const res = await api(app, a).get(url);
-      // `type[]=bounce` reads as `type=bounce` (DESIGN §2: array spellings are accepted).
+      // `type[]=bounce` reads as `type=bounce` (docs/decisions.md, "Conventions": array spellings are accepted).
       expect([200, 404, 422]).toContain(res.status);
       expect(res.body.status).toBe(res.status === 200 ? 'success' : 'failed');
     }

@@ -1,8 +1,8 @@
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectNF1, expectSuccess, expectVal } from '../helpers/expect';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
-import { deliveryRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
-import { purgeDeliveries } from '../../src/webhooks/dispatch';
+import { webhookBatchRecord, webhookRecord } from '../../src/resources/webhooks/webhooks.schemas';
+import { purgeWebhookBatches } from '../../src/events/retention';
 
 /**
  * The webhook endpoints (issue 11): save/list/details/delete/test/deliveries, each VAL, NF1 for
@@ -125,6 +125,32 @@ describe('POST /webhooks/save', () => {
     await create(a, { url: receiver.url });
   });
 
+  it('refuses every IPv6 form that embeds a refused IPv4 address (judged at save: no request is made)', async () => {
+    const local = ['The url must not point to a loopback, private or link-local address.'];
+    const metadata = ['The url must not point to a metadata address.'];
+    for (const [url, errors] of [
+      ['http://[::127.0.0.1]/x', local], // IPv4-compatible
+      ['http://[::10.0.0.1]/x', local],
+      ['http://[::ffff:0:127.0.0.1]/x', local], // IPv4-translated
+      ['http://[2002:7f00:1::]/x', local], // 6to4 of 127.0.0.1
+      ['http://[2002:c0a8:101::1]/x', local], // 6to4 of 192.168.1.1
+      ['http://[64:ff9b::127.0.0.1]/x', local], // NAT64
+      ['http://[64:ff9b::10.0.0.1]/x', local],
+      ['http://[64:ff9b:1::808:808]/x', local], // local-use NAT64: where the IPv4 sits depends on the network
+      ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x', local], // Teredo, client 127.0.0.1
+      ['http://[2001:0:a00:1:8000:63bf:a2b1:b0c1]/x', local], // Teredo, server 10.0.0.1
+      ['http://[::169.254.169.254]/x', metadata],
+      ['http://[2002:a9fe:a9fe::]/x', metadata],
+      ['http://[64:ff9b::169.254.169.254]/x', metadata],
+    ] as const) {
+      const res = await api(app, a).form('/webhooks/save', { url });
+      expect({ url, status: res.status, body: res.body }).toEqual({ url, status: 422, body: { status: 'failed', errors: { url: errors } } });
+    }
+    // The same forms around a public address are public (NAT64 is how an IPv6-only network reaches IPv4 hosts).
+    await create(a, { url: 'http://[64:ff9b::93.184.215.14]/hook' });
+    await create(a, { url: 'http://[2002:5db8:d70e::1]/hook' });
+  });
+
   it('answers NF1 for an unknown id and for another account’s id', async () => {
     const { id } = await create(b, { url: receiver.url });
     expectNF1(await api(app, a).form('/webhooks/save', { id, url: receiver.url }));
@@ -226,7 +252,7 @@ describe('GET /webhooks/deliveries', () => {
     ]);
     const res = await api(app, a).get(`/webhooks/deliveries?id=${id}`);
     expectSuccess(res);
-    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(deliveryRecord, d));
+    const rows = res.body.message.deliveries.map((d: unknown) => expectShape(webhookBatchRecord, d));
     expect(rows).toMatchObject([
       { webhook_id: id, msg_id: 'msg_2', type: 'opened', event_ids: [13], status: 'pending', http_status: 503, error: 'HTTP 503', attempt: 2 },
       { webhook_id: id, msg_id: 'msg_1', type: 'delivered', event_ids: [11, 12], status: 'delivered', http_status: 200, error: null, attempt: 1, next_attempt_at: null },
@@ -248,7 +274,7 @@ describe('retention', () => {
       { user_id: c.id, webhook_id: id, msg_id: 'msg_old_pending', type: 'opened', event_ids: [2], payload: {}, updated_at: old },
       { user_id: c.id, webhook_id: id, msg_id: 'msg_new_done', type: 'opened', event_ids: [3], payload: {}, status: 'failed' },
     ]);
-    await purgeDeliveries(db, 180);
+    await purgeWebhookBatches(db, 180);
     expect((await db('webhook_deliveries').where({ user_id: c.id }).orderBy('id').pluck('msg_id'))).toEqual(['msg_old_pending', 'msg_new_done']);
   });
 });

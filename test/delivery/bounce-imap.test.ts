@@ -5,6 +5,7 @@ import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeDovecot, startDovecot, type Dovecot } from '../helpers/dovecot';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { createSend } from '../helpers/sends';
 import { arf, dsn, vacation } from '../helpers/reports';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
@@ -63,21 +64,9 @@ describeDovecot('bounce mailbox (IMAP)', () => {
   });
 
   async function send(name: string): Promise<{ utr: string; id: number }> {
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
-      template_html: '<html><body><p>Hello ((first_name))</p></body></html>',
-      sender_id: sender,
-      unsubscribe_group_id: group,
-      single_send_name: name,
-      subject: 'News',
-      preheader: 'This month',
-      recipient_id: [`contacts_${list}`],
-      schedule_type: 0,
-    });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    const utr = res.body.message.utr as string;
-    await waitForSend(db, utr);
-    return { utr, id: (await db('single_sends').where({ utr }).first('id')).id };
+    const send = await createSend(app, db, a, { sender, group, list }, { single_send_name: name });
+    await waitForSend(db, send.utr);
+    return send;
   }
 
   /** The message `to` got last: its Message-ID, headers, whole text and envelope sender. */

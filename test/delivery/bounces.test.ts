@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { processInbound } from '../../src/bounces/inbound';
 import { startInboundSmtp, type InboundSmtp } from '../../src/bounces/inbound-smtp';
 import { createLogger } from '../../src/logger';
-import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { recipientToken } from '../../src/recipient-token';
-import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
-import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { api, setupApp, type TestAccount } from '../helpers/app';
+import { makeContacts, makeContactType } from '../helpers/fixtures';
+import { createAutomation, createSend } from '../helpers/sends';
 import { arf, dsn, headersOf, remoteMta, vacation, type RemoteMta } from '../helpers/reports';
-import { startSmtpSink, type Received, type SmtpSink } from '../helpers/smtp';
+import type { Received, SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
-import { runWorker, waitForSend } from '../helpers/worker';
+import { setupDelivery, waitForSend } from '../helpers/worker';
 
 /**
  * Bounces and complaints end to end, with real servers: Herald's worker sends through an SMTP
@@ -22,6 +22,9 @@ const { app, db, config } = setupApp(
   { RETRY_BASE_MS: '0', WORKER_POLL_MS: '50', BOUNCE_DOMAIN, SOFT_BOUNCE_LIMIT: '2', INBOUND_MAX_BYTES: '200000' },
   'bounces',
 );
+const ADDRESSES = ['alice@example.com', 'Bob@example.com', 'carol@example.com', 'dave@example.com', 'erin@example.com', 'frank@example.com', 'gina@example.com'];
+
+const rig = setupDelivery({ config, db });
 let sink: SmtpSink;
 let inbound: InboundSmtp;
 let mta: RemoteMta;
@@ -31,49 +34,24 @@ let group: number;
 let list: number;
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
+  ({ sink, account: a, sender, group } = rig);
   inbound = await startInboundSmtp({ config, db, logger: createLogger('silent') }, { port: 0, host: '127.0.0.1' });
   mta = remoteMta(inbound.port);
-});
-let mailer: Mailer | undefined;
-runWorker({ config, db, mailer: () => (mailer = smtpMailer(sink.url, { poolSize: 2 })) });
-
-afterAll(async () => {
-  mta.close();
-  await inbound.close();
-  // The worker's pooled connections, closed so the sink need not wait for them to time out.
-  await mailer?.close();
-  await sink.close();
-});
-
-const ADDRESSES = ['alice@example.com', 'Bob@example.com', 'carol@example.com', 'dave@example.com', 'erin@example.com', 'frank@example.com', 'gina@example.com'];
-
-beforeAll(async () => {
-  a = await makeAccount(db);
-  sender = await makeSender(db, a);
-  group = await makeGroup(db, a, 'Newsletter');
   list = await makeContactType(db, a, 'Bounces');
   await makeContacts(db, a, list, ADDRESSES.map((email) => ({ email, first_name: email.split('@')[0] })));
 });
 
+afterAll(async () => {
+  mta.close();
+  await inbound.close();
+});
+
 async function send(name: string): Promise<{ utr: string; id: number; mail: Map<string, Received> }> {
   const before = sink.received.length;
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
-    template_html: '<html><body><p>Hello ((first_name))</p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: group,
-    single_send_name: name,
-    subject: 'News',
-    preheader: 'This month',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  const utr = res.body.message.utr as string;
+  const { utr, id } = await createSend(app, db, a, { sender, group, list }, { single_send_name: name });
   await waitForSend(db, utr);
   const mail = new Map(sink.received.slice(before).map((m) => [m.to[0].toLowerCase(), m]));
-  return { utr, id: (await db('single_sends').where({ utr }).first('id')).id, mail };
+  return { utr, id, mail };
 }
 
 const tokenOf = (m: Received) => /^Message-ID: <([0-9a-f]{56})@/im.exec(m.raw)![1];
@@ -236,8 +214,7 @@ describe('bounces and complaints through real SMTP servers', () => {
 
     // erin is suppressed here too (two soft bounces, just above); the next test lifts it.
     it('an automation skips suppressed addresses too: the contact exits naming why, with a dropped event', async () => {
-      const res = await api(app, a).form('/automations/create', { type: 'custom', automation_for: `contacts_${list}`, automation_name: 'Drip', unsubscribe_group_id: group });
-      const utr = res.body.message.utr as string;
+      const { utr } = await createAutomation(app, db, a, { group, list });
       const email = await api(app, a).form('/automations/schedule/create', {
         utr,
         sender_id: sender,

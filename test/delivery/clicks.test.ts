@@ -4,13 +4,13 @@ import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { clickToken } from '../../src/recipient-token';
 import { secret } from '../../src/db/secrets';
-import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeBrowser, launchChromium } from '../helpers/browser';
-import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
+import { makeContacts, makeContactType } from '../helpers/fixtures';
+import { createSend } from '../helpers/sends';
+import type { SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
-import { runWorker, waitForSend } from '../helpers/worker';
+import { setupDelivery, waitForSend } from '../helpers/worker';
 
 /**
  * Click tracking end to end: links rewritten once per send, each recipient's own signed
@@ -19,24 +19,13 @@ import { runWorker, waitForSend } from '../helpers/worker';
  * real browser following a link from the message to its destination.
  */
 const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', WORKER_POLL_MS: '50', CLICK_BOT_WINDOW_SECONDS: '0' }, 'clicks');
+const rig = setupDelivery({ config, db });
 let sink: SmtpSink;
 let a: TestAccount;
 let sender: number;
 let group: number;
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-});
-runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2 }) });
-
-beforeAll(async () => {
-  a = await makeAccount(db);
-  sender = await makeSender(db, a);
-  group = await makeGroup(db, a, 'Newsletter');
-});
-
-afterAll(async () => {
-  await sink.close();
+beforeAll(() => {
+  ({ sink, account: a, sender, group } = rig);
 });
 
 const SHOP = 'https://shop.example.com/sale?utm_source=herald&item=1';
@@ -53,23 +42,11 @@ const DESIGN = `<html><body>
 </body></html>`;
 
 async function send(list: number, name: string, html = DESIGN): Promise<string> {
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
-    template_html: html,
-    sender_id: sender,
-    unsubscribe_group_id: group,
-    single_send_name: name,
-    subject: 'Sale',
-    preheader: 'Offers',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  await waitForSend(db, res.body.message.utr);
-  return res.body.message.utr;
+  const { utr } = await createSend(app, db, a, { sender, group, list }, { template_html: html, single_send_name: name, subject: 'Sale', preheader: 'Offers' });
+  await waitForSend(db, utr);
+  return utr;
 }
 
-/** The HTML part of the message sent to `email`, and its tracked links by their text. */
 async function messageTo(email: string): Promise<{ html: string; text: string; links: Map<string, string> }> {
   const mail = await waitFor(`the message to ${email}`, async () => (await sink.byRecipient()).get(email)?.[0]);
   const html = String(mail.html);

@@ -7,6 +7,7 @@ import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { startDnsServer, type DnsServer } from '../helpers/dns';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup } from '../helpers/fixtures';
+import { createAutomation, createSend } from '../helpers/sends';
 import { startSmtpSink, type Received, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { runWorker } from '../helpers/worker';
@@ -80,18 +81,7 @@ async function singleSend(to: string): Promise<Received> {
   sends += 1;
   const list = await makeContactType(db, a, `List ${sends}`);
   await makeContacts(db, a, list, [{ email: to, first_name: 'Ada' }]);
-  const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
-      template_html: '<html><body><p>Hello ((first_name))</p></body></html>',
-      sender_id: sender,
-      unsubscribe_group_id: group,
-      single_send_name: `Send ${sends}`,
-      subject: 'News for ((first_name))',
-      preheader: 'This month',
-      recipient_id: [`contacts_${list}`],
-      schedule_type: 0,
-  });
-  expect(res.body).toEqual(expect.objectContaining({ status: 'success' }));
+  await createSend(app, db, a, { sender, group, list }, { single_send_name: `Send ${sends}`, subject: 'News for ((first_name))' });
   return (await waitForMail(to, 1))[0];
 }
 
@@ -147,9 +137,7 @@ describe('DKIM signatures', () => {
   it('sign an automation email', async () => {
     const list = await makeContactType(db, a, 'Flow');
     await makeContacts(db, a, list, [{ email: 'flow@example.com' }]);
-    const created = await api(app, a).form('/automations/create', { type: 'custom', automation_for: `contacts_${list}`, automation_name: 'Flow', unsubscribe_group_id: group });
-    expectSuccess(created);
-    const utr = created.body.message.utr as string;
+    const { utr } = await createAutomation(app, db, a, { group, list }, { automation_name: 'Flow' });
     expectSuccess(
       await api(app, a).form('/automations/schedule/create', {
         utr,

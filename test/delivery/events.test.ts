@@ -1,54 +1,31 @@
 import request from 'supertest';
 import { purgeEvents } from '../../src/events/retention';
-import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
-import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
-import { startSmtpSink, type SmtpSink, type Verdict } from '../helpers/smtp';
+import { makeContacts, makeContactType } from '../helpers/fixtures';
+import { createSend as createSendViaApi } from '../helpers/sends';
+import type { SmtpSink, Verdict } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
-import { runWorker, waitForSend } from '../helpers/worker';
+import { setupDelivery, waitForSend } from '../helpers/worker';
 
 /**
  * Every fact recorded once (src/events/record.ts), against what a real SMTP server saw: the
  * worker's outcomes (delivered, deferred, bounced), opens, unsubscribes, the statistics made
- * from them, and account events whose notices the worker mails from the outbox.
+ * from them, and account events whose notices the worker mails (src/events/notification-mail.ts).
  */
-const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', WORKER_POLL_MS: '50' }, 'events');
+const { app, db, config } = setupApp({ RETRY_BASE_MS: '0', MAX_ATTEMPTS: '3', NOTIFICATION_RETRY_BASE_MS: '0', WORKER_POLL_MS: '50' }, 'events');
+// A long socket timeout: a notice held by the sink stays held until the test lets it go.
+const rig = setupDelivery({ config, db }, { socketTimeoutMs: 600_000 });
 let sink: SmtpSink;
 let a: TestAccount;
 let sender: number;
 let group: number;
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-});
-// A long socket timeout: a notice held by the sink stays held until the test lets it go.
-runWorker({ config, db, mailer: () => smtpMailer(sink.url, { poolSize: 2, socketTimeoutMs: 600_000 }) });
-
-beforeAll(async () => {
-  a = await makeAccount(db);
-  sender = await makeSender(db, a);
-  group = await makeGroup(db, a, 'Newsletter');
-});
-
-afterAll(async () => {
-  await sink.close();
+beforeAll(() => {
+  ({ sink, account: a, sender, group } = rig);
 });
 
 async function createSend(list: number, name: string): Promise<string> {
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
-    template_html: '<html><body><p>Hello ((first_name))</p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: group,
-    single_send_name: name,
-    subject: 'News',
-    preheader: 'This month',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  return res.body.message.utr;
+  return (await createSendViaApi(app, db, a, { sender, group, list }, { single_send_name: name })).utr;
 }
 
 async function eventsOf(where: Record<string, unknown>) {

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { createSend } from '../helpers/sends';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitForSend } from '../helpers/worker';
 
@@ -52,19 +53,12 @@ beforeAll(async () => {
     { email: 'ada@example.com', first_name: 'Ada' },
     { email: 'grace@example.com', first_name: 'Grace' },
   ]);
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
+  ({ utr } = await createSend(app, db, a, { sender, group: g.own, list }, {
     template_html: '<html><body><p>Hello ((first_name))</p><p><a href="((unsubscribe_preferences))">Preferences</a></p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: g.own,
     single_send_name: 'Digest',
     subject: 'Your digest',
     preheader: 'This week',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
-  });
-  expectSuccess(res);
-  utr = res.body.message.utr;
+  }));
   // The worker as production runs it, until the send is complete.
   worker.start();
   try {

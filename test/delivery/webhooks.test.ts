@@ -3,6 +3,7 @@ import { smtpMailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { createSend } from '../helpers/sends';
 import { startDnsServer } from '../helpers/dns';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
@@ -89,19 +90,7 @@ describe('the events of a send', () => {
     const list = await makeContactType(db, a, 'Readers');
     await makeContacts(db, a, list, [{ email: 'One@Example.com' }, { email: 'two@example.com' }, { email: 'gone@example.com' }]);
     sink.rcpt = (address) => (address === 'gone@example.com' ? { code: 550, message: 'No such user' } : 'accept');
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
-      template_html: '<html><body><p>Hello</p></body></html>',
-      sender_id: sender,
-      unsubscribe_group_id: group,
-      single_send_name: 'Hooked',
-      subject: 'News',
-      preheader: 'Hello',
-      recipient_id: [`contacts_${list}`],
-      schedule_type: 0,
-    });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    utr = res.body.message.utr;
+    ({ utr } = await createSend(app, db, a, { sender, group, list }, { template_html: '<html><body><p>Hello</p></body></html>', single_send_name: 'Hooked', preheader: 'Hello' }));
     await waitForSend(db, utr);
     // The completed event is recorded just after the status changes (its own transaction).
     await waitFor('the completed event', () => db('events').where({ user_id: a.id, type: 'single_send.completed' }).first());
@@ -135,7 +124,7 @@ describe('the events of a send', () => {
       expect.objectContaining({ email: 'gone@example.com', single_send_utr: utr, data: expect.objectContaining({ kind: 'hard', smtp_code: 550, source: 'smtp' }) }),
     ]);
     const completed = all.hits.find((h) => h.payload.type === 'single_send.completed')!;
-    expect(completed.payload.data.events[0]).toMatchObject({ email: null, single_send_utr: null, data: expect.objectContaining({ subject: expect.any(String) }) });
+    expect(completed.payload.data.events[0]).toMatchObject({ email: null, single_send_utr: utr, data: expect.objectContaining({ subject: expect.any(String) }) });
   });
 
   it('sends a filtered endpoint only its types', async () => {

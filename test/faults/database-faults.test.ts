@@ -23,13 +23,13 @@ import { smtpMailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, type TestAccount } from '../helpers/app';
-import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { memoryMailer } from '../helpers/mail';
 import { prepare, startCluster, type RestartableCluster } from './lib-db/database';
 import { figure, printFigures } from './lib-db/figures';
 import { captureLog } from './lib-db/log';
-import { startFaultySmtp, type FaultySmtp } from './lib-db/smtp';
+import { createSend } from '../helpers/sends';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { patient, sleep, waitFor } from '../helpers/wait';
 import { TEST_MASTER_KEY } from '../helpers/master-key';
 
@@ -44,7 +44,7 @@ let config: Config;
 let app: Express;
 let a: TestAccount;
 let worker: Worker | undefined;
-let sink: FaultySmtp | undefined;
+let sink: SmtpSink | undefined;
 let knexWarnings = 0;
 
 beforeAll(async () => {
@@ -222,22 +222,15 @@ describe('a worker whose database vanishes mid-batch', () => {
       list,
       emails.map((email) => ({ email })),
     );
-    sink = await startFaultySmtp();
+    sink = await startSmtpSink();
     const log = captureLog('warn');
     worker = new Worker({ config, db, logger: log.logger, mailer: smtpMailer(sink.url, { poolSize: 5 }) });
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
+    const { id } = await createSend(app, db, a, { sender, group, list }, {
       template_html: '<html><body><p>Hello ((email))</p></body></html>',
-      sender_id: sender,
-      unsubscribe_group_id: group,
       single_send_name: 'Vanishing database',
       subject: 'Hello',
       preheader: 'Hello',
-      recipient_id: [`contacts_${list}`],
-      schedule_type: 0,
     });
-    expectSuccess(res);
-    const { id } = await db('single_sends').where({ utr: res.body.message.utr }).first('id');
     const server = sink;
     worker.start();
 

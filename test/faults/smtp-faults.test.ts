@@ -1,7 +1,7 @@
 /**
  * SMTP faults (issue 6): a server that refuses connections for a while, answers 4xx, answers
  * 5xx, or hangs after DATA. The real worker loop (Worker.start) sends through the real pooled
- * SMTP transport to servers that misbehave on purpose (lib-db/smtp.ts), on a database of this
+ * SMTP transport to servers that misbehave on purpose (test/helpers/smtp.ts), on a database of this
  * file's own. After every scenario: nothing is marked delivered that the server did not accept.
  */
 import os from 'node:os';
@@ -14,14 +14,15 @@ import { createDb } from '../../src/db/knex';
 import { smtpMailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
-import { api, makeAccount, type TestAccount } from '../helpers/app';
-import { expectSuccess } from '../helpers/expect';
+import { makeAccount, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { memoryMailer } from '../helpers/mail';
 import { freePort } from '../helpers/net';
 import { freshDatabase, type FreshDatabase } from './lib-db/database';
 import { figure, printFigures } from './lib-db/figures';
-import { recordingMailer, startFaultySmtp, type Attempt, type FaultySmtp, type RecordingMailer } from './lib-db/smtp';
+import { recordingMailer, type Attempt, type RecordingMailer } from './lib-db/recording-mailer';
+import { createSend as createSendViaApi } from '../helpers/sends';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { patient, sleep, waitFor } from '../helpers/wait';
 import { TEST_MASTER_KEY } from '../helpers/master-key';
 
@@ -37,7 +38,7 @@ let sender: number;
 let group: number;
 
 /** What each scenario started, stopped in afterEach whatever happened. */
-let running: { worker?: Worker; mailer?: RecordingMailer; servers: FaultySmtp[] } = { servers: [] };
+let running: { worker?: Worker; mailer?: RecordingMailer; servers: SmtpSink[] } = { servers: [] };
 
 beforeAll(async () => {
   fresh = await freshDatabase('smtp_faults');
@@ -93,20 +94,13 @@ async function createSend(emails: string[]): Promise<number> {
     list,
     emails.map((email) => ({ email })),
   );
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
+  const send = await createSendViaApi(app, db, a, { sender, group, list }, {
     template_html: '<html><body><p>Hello ((email))</p></body></html>',
-    sender_id: sender,
-    unsubscribe_group_id: group,
     single_send_name: `Faults ${list}`,
     subject: 'Faults',
     preheader: 'Faults',
-    recipient_id: [`contacts_${list}`],
-    schedule_type: 0,
   });
-  expectSuccess(res);
-  const row = await db('single_sends').where({ utr: res.body.message.utr }).first('id');
-  return row.id as number;
+  return send.id;
 }
 
 const sendRow = (id: number) => db('single_sends').where({ id }).first('status', 'triggered', 'delivered', 'bounces');
@@ -126,7 +120,7 @@ async function waitForStatus(id: number, status: number, timeoutMs: number): Pro
  * `delivered` counts exactly those. While a batch is in flight (`settled` false) a message
  * may be accepted and not yet recorded, so only "sent ⇒ accepted" holds then.
  */
-async function expectSentEqualsAccepted(id: number, servers: FaultySmtp[], settled = true): Promise<void> {
+async function expectSentEqualsAccepted(id: number, servers: SmtpSink[], settled = true): Promise<void> {
   const rows = await deliveryRows(id);
   const emails = new Set(rows.map((r) => r.email.toLowerCase()));
   const accepted = servers
@@ -191,7 +185,7 @@ describe('SMTP faults', () => {
 
     // The server comes up on that port: the send completes, one message per recipient.
     const upAt = Date.now();
-    const server = await startFaultySmtp({ port });
+    const server = await startSmtpSink({ port });
     running.servers.push(server);
     await waitForStatus(id, 3, 15_000);
     const [fewest, most] = [Math.min(...attemptsAtRecovery), Math.max(...attemptsAtRecovery)];
@@ -207,7 +201,7 @@ describe('SMTP faults', () => {
 
   it('4xx answers are retried with backoff and delivered later', async () => {
     const REFUSALS = 3;
-    const server = await startFaultySmtp({
+    const server = await startSmtpSink({
       rcpt: (address, seen) =>
         address === 'later@tempfail.test' && seen <= REFUSALS ? { code: 451, message: 'Try again later' } : 'accept',
     });
@@ -245,7 +239,7 @@ describe('SMTP faults', () => {
   });
 
   it('a 5xx answer is a bounce, counted, and never retried', async () => {
-    const server = await startFaultySmtp({
+    const server = await startSmtpSink({
       rcpt: (address) => (address === 'nobody@permfail.test' ? { code: 550, message: 'No such user here' } : 'accept'),
     });
     running.servers.push(server);
@@ -267,7 +261,7 @@ describe('SMTP faults', () => {
 
   it('a server that hangs after DATA: the message times out, is retried, and is delivered once the server behaves', async () => {
     const HANGS = 2;
-    const server = await startFaultySmtp({
+    const server = await startSmtpSink({
       data: (to, seen) => (to.includes('slow@hang.test') && seen <= HANGS ? 'hang' : 'accept'),
     });
     running.servers.push(server);

@@ -22,6 +22,23 @@ export async function makeContacts(
   return inserted.map((r: { id: number }) => r.id);
 }
 
+/** A segment of the list: everyone whose email contains `@`. */
+export async function makeSegment(db: Knex, account: TestAccount, typeId: number): Promise<number> {
+  const email = await db('fields').whereNull('user_id').where({ field_name: 'email' }).first('id');
+  const [row] = await db('segments')
+    .insert({
+      user_id: account.id,
+      contact_type_id: typeId,
+      segment_name: 'Everyone',
+      select_field: JSON.stringify([String(email.id)]),
+      select_operator: JSON.stringify(['contains']),
+      value: JSON.stringify(['@']),
+      query_type: 'and',
+    })
+    .returning('id');
+  return row.id;
+}
+
 export async function makeSender(db: Knex, account: TestAccount, verified = true): Promise<number> {
   const gb = await db('countries').where({ iso_code: 'GB' }).first('id');
   const [row] = await db('senders')

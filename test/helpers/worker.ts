@@ -1,13 +1,16 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../src/config';
-import type { Mailer } from '../../src/mail/mailer';
+import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { Worker } from '../../src/delivery/worker';
 import { createLogger } from '../../src/logger';
+import { makeAccount, type TestAccount } from './app';
+import { makeGroup, makeSender } from './fixtures';
+import { startSmtpSink, type SmtpSink } from './smtp';
 import { waitFor } from './wait';
 
 /**
- * The delivery worker as production runs it (its two loops, pipelined sending), started for a
- * test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
+ * The worker as production runs it (every loop src/delivery/worker.ts lists, pipelined sending),
+ * started for a test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
  * a private round of their own.
  */
 export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer }): { worker: () => Worker } {
@@ -20,6 +23,45 @@ export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer
     await worker?.stop();
   });
   return { worker: () => worker! };
+}
+
+export interface DeliveryRig {
+  /** The SMTP server the worker sends to. */
+  sink: SmtpSink;
+  account: TestAccount;
+  /** A verified sender of the account. */
+  sender: number;
+  /** An unsubscribe group of the account. */
+  group: number;
+}
+
+/**
+ * The preamble of a delivery test file: an SMTP sink, the worker sending to it (pooled SMTP), and
+ * an account with a verified sender and an unsubscribe group. Registered as the file's hooks: the
+ * fields are set once the hooks declared before a test's own have run.
+ */
+export function setupDelivery(
+  deps: { config: Config; db: Knex },
+  opts: { poolSize?: number; socketTimeoutMs?: number; group?: string } = {},
+): DeliveryRig {
+  const rig = {} as DeliveryRig;
+  let mailer: Mailer | undefined;
+  beforeAll(async () => {
+    rig.sink = await startSmtpSink();
+  });
+  runWorker({ ...deps, mailer: () => (mailer = smtpMailer(rig.sink.url, { poolSize: opts.poolSize ?? 2, socketTimeoutMs: opts.socketTimeoutMs })) });
+  beforeAll(async () => {
+    rig.account = await makeAccount(deps.db);
+    rig.sender = await makeSender(deps.db, rig.account);
+    rig.group = await makeGroup(deps.db, rig.account, opts.group ?? 'Newsletter');
+  });
+  // After the worker stopped (hooks run in the order declared): its pooled connections first, so
+  // the sink need not wait for them to time out.
+  afterAll(async () => {
+    await mailer?.close();
+    await rig.sink?.close();
+  });
+  return rig;
 }
 
 /** Waits until the single send `utr` reaches `status` (3: completed) and returns its row. */

@@ -191,7 +191,7 @@ function validFor(op: Operation, f: FieldInfo, w: World, strict: boolean): fc.Ar
 /** The fields a request to this operation may carry, with their arbitraries. */
 function requestArb(op: Operation, w: World): fc.Arbitrary<FuzzRequest> {
   const fields = declaredFields(op.def);
-  // Custom values may also come as a top-level `<name>` field (DESIGN §3 Contacts).
+  // Custom values may also come as a top-level `<name>` field (docs/decisions.md, "Conventions").
   if (fields.some((f) => f.name === 'custom_field')) fields.push({ name: w.customFieldName, kind: { kind: 'string', email: false }, optional: true });
   const ids = op.def.id ? idsFor(op, op.def.id.name, w) : [];
   // Half the requests are well-formed but for hostile strings, with a real id (so they reach
@@ -284,7 +284,7 @@ const READBACK: Record<string, Readback> = {
     find: async (h, s) => (await getJson(h, `/unsubscribes-groups/details?id=${idOf(s, 'id')}`)).message.unsubscribesGroup as Rec,
   },
   'POST /notification-recipient/save': {
-    // Saving a known address again updates its owner (DESIGN: not a duplicate).
+    // Saving a known address again updates its owner (docs/decisions.md, "Conventions": not a duplicate).
     fields: ['email_owner'],
     find: async (h, s) =>
       ((await getJson(h, '/notification-recipients')).message.notifications as Rec[]).find(
@@ -306,7 +306,7 @@ const READBACK: Record<string, Readback> = {
     find: async (h, s) => (await getJson(h, `/segment/details?segment_id=${idOf(s, 'segment_id')}`)).message.segment as Rec,
   },
   'POST /segment/email/store': {
-    // An address already in the segment is left as it was (DESIGN: a no-op, not a duplicate).
+    // An address already in the segment is left as it was (docs/decisions.md, "Conventions": a no-op, not a duplicate).
     fields: ['first_name', 'last_name', 'email'],
     find: async (h, s) =>
       ((await getJson(h, `/segment/email/list?segment_id=${idOf(s, 'segment_id')}`)).message.contactEmails as Rec[]).find(

@@ -182,9 +182,9 @@ describe('per-key rate limit', () => {
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    // Every route and method counts against the same key, and guessing its secret does too.
+    // Every route and method counts against the same key pair; a wrong secret is told it is wrong.
     expectFailed(await request(limited.app).post('/contacts-type/add').set(a.headers).field('name', 'Blocked'), 429);
-    expectFailed(await request(limited.app).get('/notification-recipients').set({ PublicKey: a.public_key, SecretKey: 'sk_guess' }), 429);
+    expectFailed(await request(limited.app).get('/notification-recipients').set({ PublicKey: a.public_key, SecretKey: 'sk_guess' }), 401);
     const blocked = await limited.db('contact_types').where({ user_id: a.id }).count<{ n: string }[]>({ n: '*' }).first();
     expect(Number(blocked?.n)).toBe(0);
 
@@ -193,6 +193,23 @@ describe('per-key rate limit', () => {
       expect({ i, status: res.status }).toEqual({ i, status: 200 });
     }
     expectFailed(await request(limited.app).get('/notification-recipients').set(b.headers), 429);
+  });
+});
+
+describe('a PublicKey alone cannot lock its account out', () => {
+  const limited = setupApp({ RATE_LIMIT_PER_MINUTE: '20' });
+
+  it('21 requests with A’s PublicKey and a wrong SecretKey answer 401 each and leave A’s real pair served', async () => {
+    const a = await makeAccount(limited.db, 'Lockout');
+    for (let i = 1; i <= 21; i += 1) {
+      const res = await request(limited.app).get('/notification-recipients').set({ PublicKey: a.public_key, SecretKey: `sk_wrong_${i}` });
+      expect({ i, status: res.status }).toEqual({ i, status: 401 });
+    }
+    for (let i = 1; i <= 20; i += 1) {
+      const res = await request(limited.app).get('/notification-recipients').set(a.headers);
+      expect({ i, status: res.status }).toEqual({ i, status: 200 });
+    }
+    expectFailed(await request(limited.app).get('/notification-recipients').set(a.headers), 429);
   });
 });
 

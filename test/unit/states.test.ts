@@ -3,6 +3,15 @@ import {
   automationStatus,
   DeliveryStatus,
   deliveryStatus,
+  dnsRecordStatus,
+  groupDisplay,
+  JobStatus,
+  jobStatus,
+  KeyState,
+  keyState,
+  webhookActivity,
+  WebhookBatchStatus,
+  webhookBatchStatus,
   ImportStatus,
   importStatus,
   ProgressState,
@@ -85,8 +94,31 @@ describe('state machines (src/states.ts)', () => {
     expect(senderVerification.initial).toEqual([SenderVerification.Unverified]);
   });
 
+  it('jobs: queued (claimed or waiting for a retry) until done or failed; the same moves under the webhook batches’ words', () => {
+    expect(allowedMoves(jobStatus as AnyMachine)).toEqual(['queued → queued', 'queued → done', 'queued → failed']);
+    expect(allowedMoves(webhookBatchStatus as AnyMachine)).toEqual(['pending → pending', 'pending → delivered', 'pending → failed']);
+    expect(JobStatus).toEqual({ Queued: 'queued', Done: 'done', Failed: 'failed' });
+    // GET /webhooks/deliveries has always shown these words.
+    expect(WebhookBatchStatus).toEqual({ Queued: 'pending', Done: 'delivered', Failed: 'failed' });
+    expect(jobStatus.named).toBe(JobStatus);
+  });
+
+  it('webhook activity and group display: set either way by a save', () => {
+    expect(allowedMoves(webhookActivity as AnyMachine)).toEqual(['0 → 0', '0 → 1', '1 → 0', '1 → 1']);
+    expect(allowedMoves(groupDisplay as AnyMachine)).toEqual(['0 → 0', '0 → 1', '1 → 0', '1 → 1']);
+  });
+
+  it('DKIM key: made active or pending; pending is promoted or replaced; retired is final', () => {
+    expect(allowedMoves(keyState as AnyMachine)).toEqual(['active → retired', 'pending → active', 'pending → retired']);
+    expect(keyState.initial).toEqual([KeyState.Active, KeyState.Pending]);
+    // A DNS record's status is whatever the last check found.
+    expect(allowedMoves(dnsRecordStatus as AnyMachine)).toHaveLength(16);
+    expect(dnsRecordStatus.initial).toEqual(['unchecked']);
+  });
+
   it('every state of every machine can be reached from a state a record is created in', () => {
-    for (const m of [sendStatus, automationStatus, progressState, deliveryStatus, importStatus, senderVerification] as AnyMachine[]) {
+    const machines = [sendStatus, automationStatus, progressState, deliveryStatus, importStatus, senderVerification, jobStatus, webhookBatchStatus];
+    for (const m of [...machines, webhookActivity, groupDisplay, keyState, dnsRecordStatus] as AnyMachine[]) {
       const reached = new Set(m.initial);
       for (let grew = true; grew; ) {
         grew = false;

@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Config } from '../../config';
 import { HERALD_METADATA_KEY } from '../../mail/esp-headers';
 import type { Outcome } from '../apply';
 import {
   BAD_SIGNATURE,
-  MAX_SIGNATURE_AGE_S,
   NOT_CONFIGURED,
   TOO_OLD,
   diagnosticOf,
@@ -21,28 +21,21 @@ import {
   type InboundRequest,
   type Received,
 } from './common';
+import { firstUse } from './replay';
 
 /**
  * Mailgun's webhooks: one JSON event per request, `{ signature: { timestamp, token, signature },
  * "event-data": {…} }`, signed with HMAC-SHA256(signing key, timestamp + token) in hex
- * (MAILGUN_WEBHOOK_SIGNING_KEY). A timestamp older than MAX_SIGNATURE_AGE_S is refused, and
- * so is a token already seen in that window (a replay to this process).
+ * (MAILGUN_WEBHOOK_SIGNING_KEY). A body without a valid signature is refused (401) before it is
+ * read any further — one that is not JSON has none. A timestamp older than MAX_SIGNATURE_AGE_S
+ * is refused, and so is a token already seen in that window (replay.ts: kept in PostgreSQL, so
+ * a restart or another process does not forget it).
  */
-const seen = new Map<string, number>();
-
-function replayed(token: string, now: number): boolean {
-  for (const [t, at] of seen) if (now - at > MAX_SIGNATURE_AGE_S * 2000) seen.delete(t);
-  if (seen.has(token)) return true;
-  if (seen.size < 100_000) seen.set(token, now);
-  return false;
-}
-
-export function receiveMailgun(config: Config, req: InboundRequest, now = Date.now()): Received {
+export async function receiveMailgun(config: Config, db: Knex, req: InboundRequest, now = Date.now()): Promise<Received> {
   const key = config.mailgunWebhookSigningKey;
   if (!key) return { refused: NOT_CONFIGURED };
   const parsed = parseJson(req.body);
-  if (!parsed || !isObject(parsed.value)) return { malformed: 'The request body must be a JSON object.' };
-  const body = parsed.value;
+  const body = parsed && isObject(parsed.value) ? parsed.value : {};
   const sig = isObject(body.signature) ? body.signature : {};
   const timestamp = str(sig.timestamp);
   const token = str(sig.token);
@@ -51,7 +44,7 @@ export function receiveMailgun(config: Config, req: InboundRequest, now = Date.n
   const expected = createHmac('sha256', key).update(timestamp + token).digest('hex');
   if (!sameSecret(expected, signature.toLowerCase())) return { refused: BAD_SIGNATURE };
   if (!/^\d+$/.test(timestamp) || !freshTimestamp(Number(timestamp), now)) return { refused: TOO_OLD };
-  if (replayed(token, now)) return { refused: TOO_OLD };
+  if (!(await firstUse(db, 'mailgun', token))) return { refused: TOO_OLD };
   const data = body['event-data'];
   return { outcomes: isObject(data) ? mailgunOutcome(data) : [] };
 }

@@ -1,17 +1,15 @@
 import type { Request, Response } from 'express';
 import { getAutomation, listAutomations, pause, setLive } from '../../resources/automations/automations.service';
-import { messageStats } from '../../resources/events/events.service';
-import { automationEmails } from '../../resources/reports/reports.service';
-import type { EmailReport } from '../../resources/reports/reports.schemas';
+import { automationEmails, ownerStats } from '../../resources/reports/reports.service';
+import type { EmailReport, OwnerStats } from '../../resources/reports/reports.schemas';
 import { AutomationStatus } from '../../states';
-import { Chart, Metric, Metrics, Section, Table, type SharedCounters, type TimelineHour } from '../components';
+import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, dayLabel, dayOf, percent, share } from '../format';
 import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
 /** Automations and each email of a sequence with its counters (GET /automations, /reports/automation). */
 type Automation = Awaited<ReturnType<typeof listAutomations>>['rows'][number] & { automation_schedule_count?: number };
-type Stats = SharedCounters & { total_triggered: number; total_delivered: number; total_unique_opens: number; total_bounces: number; total_unsubscribe: number };
 
 const STATUS: Record<number, string> = { [AutomationStatus.Draft]: 'Draft', [AutomationStatus.Live]: 'Live', [AutomationStatus.Paused]: 'Paused' };
 
@@ -53,7 +51,7 @@ export async function automationsPage(_req: Request, res: Response, p: PageConte
 export async function automationPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
   const a = await getAutomation(p.ctx, utr);
-  const [stats, { emails }] = (await Promise.all([messageStats(p.ctx, 'automations', utr), automationEmails(p.ctx, utr)])) as [Stats, Awaited<ReturnType<typeof automationEmails>>];
+  const [stats, { emails }] = await Promise.all([ownerStats(p.ctx, 'automation', utr), automationEmails(p.ctx, utr)]);
   const days = byDay(stats.timeline, p.tz);
   sendPage(
     res,
@@ -114,7 +112,7 @@ export async function automationPage(req: Request, res: Response, p: PageContext
 
 /** An automation runs for months: its hourly timeline summed by day (in the zone), the last DAYS_SHOWN days with activity. */
 const DAYS_SHOWN = 90;
-function byDay(timeline: TimelineHour[], tz: string): Array<{ day: string; delivered: number; opens: number; clicks: number }> {
+function byDay(timeline: OwnerStats['automation']['timeline'], tz: string): Array<{ day: string; delivered: number; opens: number; clicks: number }> {
   const days = new Map<string, { day: string; delivered: number; opens: number; clicks: number }>();
   for (const t of timeline) {
     const day = dayOf(t.hour, tz);

@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
-import { listEvents, messageStats } from '../../resources/events/events.service';
-import { eventsWithKeptReport, keptReport } from '../../resources/reports/reports.service';
+import { listEvents } from '../../resources/events/events.service';
+import { eventsWithKeptReport, keptReport, ownerStats } from '../../resources/reports/reports.service';
 import { findByUtr } from '../../resources/single-sends/single-sends.service';
-import { Chart, Metric, Metrics, Section, Table, type SharedCounters } from '../components';
+import type { OwnerStats } from '../../resources/reports/reports.schemas';
+import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, hourLabel, percent, share, when } from '../format';
 import { Layout, MessagePage } from '../layout';
 import { sendPage, type PageContext } from '../respond';
@@ -11,14 +12,7 @@ import { sendPage, type PageContext } from '../respond';
  * A single send's report: the funnel, the hourly timeline, its links, its bounces and
  * complaints — read through the services of GET /single/send/stats and GET /events.
  */
-type Stats = SharedCounters & {
-  triggered: number;
-  delivered: number;
-  unique_opens: number;
-  total_opens: number;
-  bounces: number;
-  unsubscribes: number;
-};
+type Stats = OwnerStats['single_send'];
 type Problem = Awaited<ReturnType<typeof listEvents>>['events'][number];
 const PROBLEMS_PER_PAGE = 100;
 
@@ -158,7 +152,7 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz }: { 
 
 export async function sendReportPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
-  const s = (await messageStats(p.ctx, 'single_sends', utr)) as Stats;
+  const s = await ownerStats(p.ctx, 'single_send', utr);
   const row = await findByUtr(p.ctx, utr);
   const after = typeof req.query.after === 'string' && /^\d{1,18}$/.test(req.query.after) ? req.query.after : undefined;
   const problems = await listEvents(p.ctx, { single_send_utr: utr, type: ['bounced', 'complained'], limit: PROBLEMS_PER_PAGE, cursor: after });
@@ -170,7 +164,7 @@ export async function sendReportPage(req: Request, res: Response, p: PageContext
 /** The report a bounce or complaint came in, as received (GET /reports/kept-report). */
 export async function keptReportPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
-  await messageStats(p.ctx, 'single_sends', utr);
+  await findByUtr(p.ctx, utr);
   const { raw } = await keptReport(p.ctx, String(req.params.eventId));
   sendPage(
     res,

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { findWebhook, listDeliveries, listWebhooks, testWebhook } from '../../resources/webhooks/webhooks.service';
+import { findWebhook, listBatches, listWebhooks, testWebhook } from '../../resources/webhooks/webhooks.service';
 import { Section, Table } from '../components';
 import { count, when } from '../format';
 import { Layout, PostButton } from '../layout';
@@ -7,7 +7,7 @@ import { sendPage, type PageContext } from '../respond';
 
 /** Webhook endpoints (GET /webhooks/list), their batches (GET /webhooks/deliveries), "send test" (POST /webhooks/test). */
 type Webhook = Awaited<ReturnType<typeof listWebhooks>>[number];
-type Batch = Awaited<ReturnType<typeof listDeliveries>>['rows'][number];
+type Batch = Awaited<ReturnType<typeof listBatches>>['rows'][number];
 
 function state(w: Pick<Webhook, 'is_active' | 'failing_since'>): string {
   if (w.failing_since) return w.is_active ? 'failing' : 'disabled after failing';
@@ -46,7 +46,7 @@ export async function webhooksPage(_req: Request, res: Response, p: PageContext)
 
 export async function webhookPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const id = webhookId(req);
-  const [hook, batches] = await Promise.all([findWebhook(p.ctx, id), listDeliveries(p.ctx, id)]);
+  const [hook, batches] = await Promise.all([findWebhook(p.ctx, id), listBatches(p.ctx, id)]);
   const failures = batches.rows.filter((b) => b.status === 'failed' || b.error);
   const columns = [
     { label: 'Created', cell: (b: Batch) => <time dateTime={b.created_at}>{when(b.created_at, p.tz)}</time> },

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { toDatetime } from '../../db/types';
-import { isUtr, MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT, newUtr } from '../../http/fields';
 import { invalid, notFound1, notFound2, refused, type FieldErrors, type NotFound } from '../../http/errors';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recordAccountEvent } from '../../events/account-events';
@@ -128,7 +127,7 @@ export async function createAutomation(ctx: Ctx, input: CreateAutomationInput): 
     errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
   }
   if (Object.keys(errors).length || !target) throw invalid(errors);
-  const utr = randomUUID();
+  const utr = newUtr();
   await ctx.db('automations').insert({
     user_id: ctx.userId,
     utr,
@@ -145,7 +144,7 @@ export async function createAutomation(ctx: Ctx, input: CreateAutomationInput): 
 
 /** A draft copy with the same emails under new utrs; statistics start at zero. */
 export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string> {
-  const copy = randomUUID();
+  const copy = newUtr();
   await ctx.db.transaction(async (trx) => {
     const a = await findAutomation(ctx, utr, notFound2, trx);
     const [row] = await trx('automations')
@@ -170,7 +169,7 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
         subject: s.subject,
         waiting_period: s.waiting_period,
         waiting_type: s.waiting_type,
-        utr: randomUUID(),
+        utr: newUtr(),
         template_id: s.template_id,
         preview_img: s.preview_img,
         template_json: s.template_json,
@@ -207,10 +206,8 @@ export async function setLive(ctx: Ctx, utr: string): Promise<void> {
         updated_at: trx.fn.now(),
       });
     // In the same transaction: the change and its event are both there or neither is.
-    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, {
-      automation: row.automation_name,
-      utr: row.utr,
-    });
+    const facts = { automation: row.automation_name, utr: row.utr };
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, facts, { automationId: row.id });
   });
 }
 
@@ -220,10 +217,8 @@ export async function pause(ctx: Ctx, utr: string): Promise<void> {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!automationStatus.canMove(row.status, AutomationStatus.Paused)) throw refused(PAUSE_REFUSED);
     await trx('automations').where({ id: row.id }).update({ status: AutomationStatus.Paused, updated_at: trx.fn.now() });
-    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, {
-      automation: row.automation_name,
-      utr: row.utr,
-    });
+    const facts = { automation: row.automation_name, utr: row.utr };
+    await recordAccountEvent({ db: trx }, ctx.userId, 'automation.paused', `Automation “${row.automation_name}” paused`, facts, { automationId: row.id });
   });
 }
 

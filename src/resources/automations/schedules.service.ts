@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { isUtr } from '../../http/fields';
+import { isUtr, newUtr } from '../../http/fields';
 import type { Config } from '../../config';
 import type { Ctx } from '../../context';
 import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
@@ -43,7 +42,7 @@ export async function listSchedules(ctx: Ctx, config: Config, utr: string) {
 
 /** Adds an email at the end of the automation (VAL on the automation utr, sender, template). */
 export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Promise<string> {
-  const utr = randomUUID();
+  const utr = newUtr();
   await ctx.db.transaction(async (trx) => {
     const errors: FieldErrors = {};
     const automation = await findAutomation(ctx, input.utr, notFound2).catch((err: unknown) => {

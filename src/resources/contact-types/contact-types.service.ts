@@ -58,7 +58,7 @@ export function updateContactType(ctx: Ctx, id: number, input: ContactTypeInput)
   });
 }
 
-/** Soft delete (DESIGN §2); the type's contacts and segments go with it, in the same transaction. */
+/** Soft delete (docs/decisions.md, "Conventions"); the type's contacts and segments go with it, in the same transaction. */
 export function deleteContactType(ctx: Ctx, id: number): Promise<void> {
   return deleteById(ctx, TABLE, id, {
     notFound: notFound1,

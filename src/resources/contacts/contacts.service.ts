@@ -265,7 +265,7 @@ export async function updateContact(ctx: Ctx, id: number, input: AddContactInput
   });
 }
 
-/** Soft delete (DESIGN): the contacts leave their segments and any future sends. */
+/** Soft delete (docs/decisions.md, "Conventions"): the contacts leave their segments and any future sends. */
 export function deleteContacts(ctx: Ctx, ids: number[]): Promise<void> {
   return deleteByIds(ctx, 'contacts', ids, {
     notFound: notFound1,

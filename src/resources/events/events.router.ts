@@ -1,11 +1,10 @@
 import { ok } from '../../http/envelope';
-import { notFound1 } from '../../http/errors';
 import { route, type RouteDef } from '../../http/routes';
-import { automationStats, eventsMessage, eventsQuery, singleSendStats } from './events.schemas';
+import { eventsMessage, eventsQuery } from './events.schemas';
 import * as service from './events.service';
 
+/** The account's recorded facts (src/events), by cursor. Their statistics are the reports family's. */
 const tag = 'Events';
-const utrId = { name: 'utr', notFound: notFound1, kind: 'utr' as const };
 
 export const eventRoutes: RouteDef[] = [
   route({
@@ -17,25 +16,5 @@ export const eventRoutes: RouteDef[] = [
     response: eventsMessage,
     failures: ['AUTH', 'VAL', 'NF1'],
     handle: async ({ ctx, query }) => ok(await service.listEvents(ctx, query)),
-  }),
-  route({
-    method: 'get',
-    path: '/single/send/stats',
-    tag,
-    summary: 'Herald extension: a single send’s statistics, with deferrals, drops, bounce kinds, clicks, links and an hourly timeline',
-    id: utrId,
-    response: singleSendStats,
-    failures: ['AUTH', 'NF1'],
-    handle: async ({ ctx, utr }) => ok(await service.messageStats(ctx, 'single_sends', utr)),
-  }),
-  route({
-    method: 'get',
-    path: '/automations/stats',
-    tag,
-    summary: 'Herald extension: an automation’s statistics, with deferrals, drops, bounce kinds, clicks, links and an hourly timeline',
-    id: utrId,
-    response: automationStats,
-    failures: ['AUTH', 'NF1'],
-    handle: async ({ ctx, utr }) => ok(await service.messageStats(ctx, 'automations', utr)),
   }),
 ];

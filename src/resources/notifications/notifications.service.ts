@@ -33,7 +33,7 @@ export function deleteNotificationRecipients(ctx: Ctx, ids: number[]): Promise<v
 
 /**
  * The account's events, newest first, in the shape this endpoint always had: the mail's subject
- * and facts from the event, how its mailing went from its outbox job (none: nobody to notify).
+ * and facts from the event, how its mailing went from its notification job (none: nobody to notify).
  */
 export function listEvents(ctx: Ctx, paging?: Paging) {
   const base = scoped(ctx, 'events').whereIn('events.type', ACCOUNT_EVENT_TYPES);

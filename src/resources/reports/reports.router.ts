@@ -1,13 +1,33 @@
 import { ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { route, type RouteDef } from '../../http/routes';
-import { automationEmailsMessage, keptReportMessage, overviewMessage, overviewQuery } from './reports.schemas';
+import type { OwnerKind } from '../../sources';
+import { automationEmailsMessage, automationStats, keptReportMessage, overviewMessage, overviewQuery, singleSendStats } from './reports.schemas';
 import * as service from './reports.service';
 
+/**
+ * The statistics of sends and automations (src/statistics), read by utr, and what the dashboard
+ * shows beside them (src/dashboard reads through the same services), for scripts.
+ */
 const tag = 'Reports';
+const utrId = { name: 'utr', notFound: notFound1, kind: 'utr' as const };
 
-/** What the dashboard shows, for scripts: the same services serve both (src/dashboard). */
+function statsRoute(path: string, kind: OwnerKind, response: RouteDef['response'], what: string): RouteDef {
+  return route({
+    method: 'get',
+    path,
+    tag,
+    summary: `Herald extension: ${what} statistics, with deferrals, drops, bounce kinds, clicks, links and an hourly timeline`,
+    id: utrId,
+    response,
+    failures: ['AUTH', 'NF1'],
+    handle: async ({ ctx, utr }) => ok(await service.ownerStats(ctx, kind, utr)),
+  });
+}
+
 export const reportRoutes: RouteDef[] = [
+  statsRoute('/single/send/stats', 'single_send', singleSendStats, 'a single send’s'),
+  statsRoute('/automations/stats', 'automation', automationStats, 'an automation’s'),
   route({
     method: 'get',
     path: '/reports/overview',
@@ -26,7 +46,7 @@ export const reportRoutes: RouteDef[] = [
     path: '/reports/automation',
     tag,
     summary: 'Herald extension: each email of an automation with its counters, in the order they go out',
-    id: { name: 'utr', notFound: notFound1, kind: 'utr' },
+    id: utrId,
     response: automationEmailsMessage,
     failures: ['AUTH', 'NF1'],
     handle: async ({ ctx, utr }) => ok(await service.automationEmails(ctx, utr)),

@@ -1,7 +1,50 @@
 import { z } from 'zod';
 import { integer } from '../../http/fields';
-import { intId, oneOf, timestamp } from '../shared/schemas';
 import { SendStatus } from '../../states';
+import { intId, oneOf, timestamp } from '../shared/schemas';
+
+/** Herald's counters beside the spec's, the tracked links and the hourly timeline (both endpoints). */
+const counters = {
+  deferred: intId(),
+  dropped: intId(),
+  bounced_hard: intId(),
+  bounced_soft: intId(),
+  unique_clicks: intId(),
+  total_clicks: intId(),
+  complaints: intId(),
+  links: z.array(z.strictObject({ url: z.string(), unique_clicks: intId(), total_clicks: intId() })),
+  timeline: z.array(
+    z.strictObject({ hour: timestamp(), delivered: intId(), opens: intId(), clicks: intId(), unsubscribes: intId() }),
+  ),
+};
+
+export const singleSendStats = z.strictObject({
+  utr: z.string(),
+  triggered: intId(),
+  delivered: intId(),
+  unique_opens: intId(),
+  total_opens: intId(),
+  bounces: intId(),
+  unsubscribes: intId(),
+  ...counters,
+});
+
+export const automationStats = z.strictObject({
+  utr: z.string(),
+  total_triggered: intId(),
+  total_delivered: intId(),
+  total_unique_opens: intId(),
+  total_opens: intId(),
+  total_bounces: intId(),
+  total_unsubscribe: intId(),
+  ...counters,
+});
+
+/** What ownerStats answers for each kind of owner. */
+export interface OwnerStats {
+  single_send: z.output<typeof singleSendStats>;
+  automation: z.output<typeof automationStats>;
+}
 
 /** GET /reports/overview: how many days back (today counts as one) and in which time zone. */
 export const overviewQuery = z.object({

@@ -1,16 +1,38 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
+import { findOwner, OWNERS, type OwnerKind } from '../../sources';
+import { COUNTERS, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, type Counts } from '../../statistics';
 import { findAutomation } from '../automations/automations.service';
-import { DNS_PROBLEMS, LATEST_SENDS, OVERVIEW_COUNTS, OVERVIEW_DAILY, type CountName } from './reports.sql';
-import type { EmailReport, Overview, OverviewQuery } from './reports.schemas';
+import { DNS_PROBLEMS, OVERVIEW_DAYS } from './reports.sql';
+import type { EmailReport, Overview, OverviewQuery, OwnerStats } from './reports.schemas';
 
 /**
- * Reports the API did not have and the dashboard shows (src/dashboard reads them through
- * these functions, as GET /reports/… does): the overview, each automation email's counters,
- * a bounce's or complaint's kept report. The statistics they read are kept by the events'
- * consumers (src/events/statistics.ts, email-counters.ts); see docs/decisions.md, "Dashboard".
+ * The Reports family: the statistics of sends and automations (src/statistics) as the API and
+ * the dashboard show them (src/dashboard reads through these functions, as GET /reports/… and the
+ * stats endpoints do), and what they show beside them: the overview's warnings, a bounce's or
+ * complaint's kept report. See docs/decisions.md, "Message sources and statistics" and "Dashboard".
  */
+
+/**
+ * GET /single/send/stats and /automations/stats: an owner's counters (src/statistics) under the
+ * column names its resource has in the spec (`delivered` / `total_delivered`, …) followed by
+ * Herald's own, every tracked link, and the hourly timeline of the hours in which something it
+ * shows (deliveries, opens, clicks, unsubscribes) happened. A deleted send or automation is not
+ * found.
+ */
+export async function ownerStats<K extends OwnerKind>(ctx: Ctx, kind: K, utr: string): Promise<OwnerStats[K]> {
+  const found = await findOwner(ctx.db, ctx.userId, kind, utr);
+  if (!found) throw notFound1();
+  const owner = { kind, id: found.id };
+  const counts = (await readCounters(ctx.db, ctx.userId, kind, [found.id])).get(found.id);
+  if (!counts) throw notFound1();
+  const named = Object.fromEntries(COUNTERS.map((c) => [OWNERS[kind].counters[c], counts[c]]));
+  const timeline = (await readSeries(ctx.db, ctx.userId, { owner, bucket: 'hour' }))
+    .map((h) => ({ hour: h.at, delivered: h.delivered, opens: h.opens, clicks: h.total_clicks, unsubscribes: h.unsubscribes }))
+    .filter((h) => h.delivered + h.opens + h.clicks + h.unsubscribes > 0);
+  return { utr: found.utr, ...named, links: await readLinks(ctx.db, ctx.userId, owner), timeline } as OwnerStats[K];
+}
 
 /** The complaint rate Gmail and Yahoo hold bulk senders to, and where Herald starts to warn. */
 export const COMPLAINT_LIMIT = 0.003;
@@ -36,22 +58,47 @@ export async function knownTimeZone(db: Knex, tz: string): Promise<boolean> {
 
 const ratio = (n: number, d: number) => (d > 0 ? Math.round((n / d) * 1e6) / 1e6 : null);
 
+type DayCounts = Overview['totals'];
+const OVERVIEW_COUNTS = ['sends', 'delivered', 'unique_opens', 'unique_clicks', 'bounces', 'complaints'] as const satisfies ReadonlyArray<keyof DayCounts>;
+
+/** The overview's counts of a statistics row (`sends` are the messages queued). */
+function dayCounts(c: Counts): DayCounts {
+  return { sends: c.triggered, delivered: c.delivered, unique_opens: c.unique_opens, unique_clicks: c.unique_clicks, bounces: c.bounces, complaints: c.complaints };
+}
+
+/**
+ * The overview's numbers, by day of the reader's time zone (docs/decisions.md, "Dashboard"). A
+ * single send counts on the day it was sent, with everything its messages did since (its own
+ * counters, read.ts `readSentByDay`); automation emails count by the hour each thing happened
+ * (the hourly rollup, `readSeries`). Both are rollups: an account's number of messages does not
+ * matter, only its sends and automation hours in the window. An hour goes to the day it starts in.
+ */
 export async function overview(ctx: Ctx, q: OverviewQuery): Promise<Overview> {
   const tz = q.tz ?? 'UTC';
   const days = q.days ?? 30;
   if (!(await knownTimeZone(ctx.db, tz))) throw invalid({ tz: ['The selected tz is invalid.'] });
-  const [daily, latest, warnings] = await Promise.all([
-    ctx.db.raw(OVERVIEW_DAILY, { tz, days, userId: ctx.userId }),
-    ctx.db.raw(LATEST_SENDS, { userId: ctx.userId, limit: LATEST }),
+  const window = (await ctx.db.raw(OVERVIEW_DAYS, { tz, days })).rows as Array<{ date: string; since: string }>;
+  const since = window[0].since;
+  const [sent, automations, latest, warnings] = await Promise.all([
+    readSentByDay(ctx.db, ctx.userId, { since, timeZone: tz }),
+    readSeries(ctx.db, ctx.userId, { kind: 'automation', since, bucket: 'day', timeZone: tz }),
+    latestSends(ctx),
     overviewWarnings(ctx, days),
   ]);
-  const rows = daily.rows as Array<{ date: string; since: string } & Record<CountName, number>>;
-  const totals = Object.fromEntries(OVERVIEW_COUNTS.map((c) => [c, rows.reduce((sum, r) => sum + r[c], 0)])) as Record<CountName, number>;
+  const daily = window.map((d) => ({ date: d.date, ...(Object.fromEntries(OVERVIEW_COUNTS.map((c) => [c, 0])) as DayCounts) }));
+  // Each bucket to the day it starts in: the last day whose midnight is not after it (earlier ones are outside).
+  for (const bucket of [...sent, ...automations]) {
+    const i = window.findLastIndex((d) => d.since <= bucket.at);
+    if (i < 0) continue;
+    const counts = dayCounts(bucket);
+    for (const c of OVERVIEW_COUNTS) daily[i][c] += counts[c];
+  }
+  const totals = Object.fromEntries(OVERVIEW_COUNTS.map((c) => [c, daily.reduce((sum, d) => sum + d[c], 0)])) as DayCounts;
   const complaint = ratio(totals.complaints, totals.delivered);
   return {
     days,
     time_zone: tz,
-    since: rows[0].since,
+    since,
     totals,
     rates: {
       unique_open: ratio(totals.unique_opens, totals.delivered),
@@ -60,10 +107,30 @@ export async function overview(ctx: Ctx, q: OverviewQuery): Promise<Overview> {
       complaint,
     },
     complaint_level: complaint === null || complaint <= COMPLAINT_WARNING ? 'ok' : complaint <= COMPLAINT_LIMIT ? 'warning' : 'over',
-    daily: rows.map(({ since: _since, ...day }) => day),
-    latest_sends: latest.rows,
+    daily,
+    latest_sends: latest,
     warnings,
   };
+}
+
+/** The newest sends that went out (index single_sends_user_sent_index), with their counters. */
+async function latestSends(ctx: Ctx): Promise<Overview['latest_sends']> {
+  const sends = (await ctx
+    .db('single_sends')
+    .where({ user_id: ctx.userId })
+    .whereNotNull('sent_at')
+    .whereNull('deleted_at')
+    .orderBy([
+      { column: 'sent_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(LATEST)
+    .select('id', 'utr', 'single_send_name', 'subject', 'status', 'sent_at')) as Array<{ id: number } & Omit<Overview['latest_sends'][number], keyof DayCounts>>;
+  const counts = await readCounters(ctx.db, ctx.userId, 'single_send', sends.map((s) => s.id));
+  return sends.map(({ id, ...send }) => {
+    const { sends: triggered, ...c } = dayCounts(counts.get(id)!);
+    return { ...send, triggered, ...c };
+  });
 }
 
 /**
@@ -110,7 +177,7 @@ async function overviewWarnings(ctx: Ctx, days: number): Promise<Overview['warni
   ];
 }
 
-/** Each email of an automation with its counters, in the order they go out (NF1 for another account's). */
+/** Each email of an automation with its own counters, in the order they go out (NF1 for another account's). */
 export async function automationEmails(ctx: Ctx, utr: string): Promise<{ utr: string; emails: EmailReport[] }> {
   const a = await findAutomation(ctx, utr, notFound1);
   const emails = (await ctx
@@ -118,22 +185,15 @@ export async function automationEmails(ctx: Ctx, utr: string): Promise<{ utr: st
     .where({ user_id: ctx.userId, automation_id: a.id })
     .whereNull('deleted_at')
     .orderBy('id')
-    .select(
-      'utr',
-      'subject',
-      'waiting_period',
-      'waiting_type',
-      'triggered',
-      'delivered',
-      'unique_opens',
-      'total_opens',
-      'unique_clicks',
-      'total_clicks',
-      'bounces',
-      'complaints',
-      'unsubscribes',
-    )) as EmailReport[];
-  return { utr: a.utr, emails };
+    .select('id', 'utr', 'subject', 'waiting_period', 'waiting_type')) as Array<{ id: number; utr: string; subject: string; waiting_period: number; waiting_type: string }>;
+  const counts = await readEmailCounters(ctx.db, ctx.userId, emails.map((e) => e.id));
+  return {
+    utr: a.utr,
+    emails: emails.map(({ id, ...email }) => {
+      const { opens, ...c } = counts.get(id)!;
+      return { ...email, ...c, total_opens: opens };
+    }),
+  };
 }
 
 /** Which of these `bounced`/`complained` events have their report kept (GET /reports/kept-report answers for them). */

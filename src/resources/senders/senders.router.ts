@@ -3,6 +3,7 @@ import { messages, ok, okInErrors } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
+import { DnsRecordStatus } from '../../states';
 import { confirmation, pagination } from '../shared/schemas';
 import { senderBody, senderRecord } from './senders.schemas';
 import * as service from './senders.service';
@@ -11,7 +12,7 @@ import * as dns from './sender-dns.service';
 const tag = 'Senders';
 const senderId = { name: 'sender_id', notFound: notFound1 };
 
-const recordStatus = z.enum(['verified', 'missing', 'mismatch', 'unchecked']);
+const recordStatus = z.enum(DnsRecordStatus);
 const dnsRecords = z.object({
   domain: z.string(),
   records: z.array(

@@ -42,7 +42,7 @@ const MAIL_FAILED = 'The verification mail could not be sent. Try again later.';
 /** A row as the database returns it: `send_at` is still a `<timestamp>`. */
 type SenderRow = Omit<SenderRecord, 'send_at'> & { send_at: string | null };
 
-/** VAL messages on `sender_id` for single sends and automation emails (DESIGN §3 Senders). */
+/** VAL messages on `sender_id` for single sends and automation emails (docs/decisions.md, "Conventions": verified senders only). */
 export const senderIdMessages = {
   missing: 'The selected sender id is invalid.',
   unverified: 'The selected sender id is not verified.',
@@ -129,6 +129,7 @@ function verificationMail(
     to: { name: sender.from_name, email: sender.from_email },
     subject: `Verify your sender address ${sender.from_email}`,
     html,
+    link,
   };
 }
 
@@ -301,37 +302,6 @@ export async function findVerifiedSender(
   if (!row) return 'missing';
   if (row.is_verified !== SenderVerification.Verified) return 'unverified';
   return toRecord(row);
-}
-
-type AddressFields = Pick<SenderRecord, 'company_address' | 'company_address2' | 'zip_code' | 'country_id' | 'state_id' | 'city_id'>;
-
-/** The address on one line from its parts (names of places, not ids); empty parts are left out. */
-export function formatSenderAddress(parts: {
-  company_address: string;
-  company_address2?: string | null;
-  city?: string | null;
-  state?: string | null;
-  zip_code?: string | null;
-  country?: string | null;
-}): string {
-  const stateZip = [parts.state, parts.zip_code].filter(Boolean).join(' ');
-  const locality = [parts.city, stateZip].filter(Boolean).join(', ');
-  return [parts.company_address, parts.company_address2, locality, parts.country].filter(Boolean).join(', ');
-}
-
-/**
- * `((sender_address))`: the sender's postal address on one line, with the names of its
- * places looked up, e.g. `1 Market St, Suite 200, San Francisco, California 94105, United States`.
- */
-export async function senderAddress(db: Knex, sender: AddressFields): Promise<string> {
-  const names = (await db
-    .select({
-      country: db('countries').select('name').where('id', sender.country_id),
-      state: sender.state_id === null ? db.raw('NULL') : db('states').select('name').where('id', sender.state_id),
-      city: sender.city_id === null ? db.raw('NULL') : db('cities').select('name').where('id', sender.city_id),
-    })
-    .first()) as { country: string | null; state: string | null; city: string | null };
-  return formatSenderAddress({ ...sender, ...names });
 }
 
 export interface ConfirmedSender {

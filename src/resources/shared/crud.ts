@@ -9,8 +9,8 @@ export function scoped(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.QueryBu
 }
 
 /**
- * The account's rows of a soft-deleting table that are not deleted (DESIGN §2). `table` may
- * carry an alias, e.g. `'single_sends as s'`.
+ * The account's rows of a soft-deleting table that are not deleted (docs/decisions.md,
+ * "Conventions": soft delete). `table` may carry an alias, e.g. `'single_sends as s'`.
  */
 export function liveRows(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.QueryBuilder {
   const name = table.split(/\s+as\s+/i).pop()!;
@@ -19,7 +19,7 @@ export function liveRows(ctx: Ctx, table: string, db: Knex = ctx.db): Knex.Query
 
 export interface DeleteOptions {
   notFound: NotFound;
-  /** Tables with `deleted_at` keep their rows (DESIGN §2 soft delete). */
+  /** Tables with `deleted_at` keep their rows (docs/decisions.md, "Conventions": soft delete). */
   soft?: boolean;
   /** Extra work in the same transaction (e.g. cascading a soft delete). */
   after?: (trx: Knex.Transaction, ids: number[]) => Promise<void>;

@@ -1,16 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { z } from 'zod';
 import type { Ctx } from '../../context';
 import { secret } from '../../db/secrets';
+import { senderAddress } from '../../mail/sender-address';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
-import { isUtr, MAX_INT } from '../../http/fields';
+import { isUtr, MAX_INT, newUtr } from '../../http/fields';
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
 import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
 import { liveRows, lockByKeys, scoped } from '../shared/crud';
-import { findVerifiedSender, senderAddress, senderIdMessages } from '../senders/senders.service';
-import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
+import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
+import { RECIPIENT_REF, singleSendRecord, type SingleSendInput } from './single-sends.schemas';
 import { checkDesignSource } from '../shared/design-rules';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
@@ -20,43 +21,32 @@ export interface RecipientRef {
   table: 'contacts_' | 'segments_';
 }
 
-export interface SingleSendRow {
-  id: number;
-  user_id: number;
-  utr: string;
-  template_id: number;
-  sender_id: number;
-  unsubscribe_group_id: number;
-  recipient_id: RecipientRef[];
-  exclude_specific_recipient_id: RecipientRef[];
-  single_send_name: string;
-  subject: string;
-  preheader: string;
-  from_sender: string;
-  reply_to: string;
-  sender_name: string | null;
-  sender_address: string | null;
-  schedule_type: ScheduleType;
+type SingleSendRecord = z.output<typeof singleSendRecord>;
+
+/**
+ * The columns a send's owner sets: create and update write them (resolveInput), a duplicate
+ * copies them. Listed once here; the spec's record is `singleSendRecord` (single-sends.schemas.ts).
+ */
+const SETTABLE = [
+  // what is sent
+  'single_send_name', 'subject', 'preheader', 'template_id', 'template_json', 'template_html',
+  // who sends it
+  'sender_id', 'from_sender', 'reply_to', 'sender_name', 'sender_address', 'unsubscribe_group_id',
+  // to whom, and when
+  'recipient_id', 'exclude_specific_recipient_id', 'schedule_type', 'schedule_date', 'schedule_time',
+] as const;
+type SettableColumns = Record<(typeof SETTABLE)[number], unknown>;
+
+/** A row of `single_sends` as read: the record's columns, unscheduled date and time and `sent_at` as stored. */
+export type SingleSendRow = Omit<SingleSendRecord, 'schedule_date' | 'schedule_time' | 'sent_at' | 'unique_open_token'> & {
   schedule_date: string | null;
   schedule_time: string | null;
-  status: SendStatus;
-  template_json: string | null;
-  template_html: string | null;
-  triggered: number;
-  delivered: number;
-  unique_opens: number;
-  total_opens: number;
-  bounces: number;
-  unsubscribes: number;
   sent_at: string | null;
-  created_at: string;
-  updated_at: string;
   /** Who opened: [address, delivery id, stored token of a row older than signed tokens]. */
   opened?: Array<[string, number, string | null]> | null;
   unique_open_token?: Record<string, string>;
-}
+};
 
-/** The account's live single sends (alias `s`). */
 /**
  * `unique_open_token`: recipient key (the address, lower-cased) → open token, only for the
  * recipients who opened; one indexed subquery per listed send (deliveries_opened_index),
@@ -81,41 +71,18 @@ async function signOpenTokens(ctx: Ctx, rows: SingleSendRow[]): Promise<SingleSe
   }));
 }
 
-/** The spec's record: unscheduled date and time read as zeros, `sent_at` as `<datetime>`. */
-export function toRecord(row: SingleSendRow) {
-  return {
-    id: row.id,
-    user_id: row.user_id,
-    template_id: row.template_id,
-    sender_id: row.sender_id,
-    unsubscribe_group_id: row.unsubscribe_group_id,
-    recipient_id: row.recipient_id,
-    exclude_specific_recipient_id: row.exclude_specific_recipient_id,
-    single_send_name: row.single_send_name,
-    subject: row.subject,
-    preheader: row.preheader,
-    from_sender: row.from_sender,
-    reply_to: row.reply_to,
-    sender_name: row.sender_name,
-    sender_address: row.sender_address,
-    schedule_type: row.schedule_type,
+const RECORD_KEYS = Object.keys(singleSendRecord.shape) as Array<keyof SingleSendRecord>;
+
+/** The spec's record, its fields in the spec's order: unscheduled date and time read as zeros, `sent_at` as `<datetime>`. */
+export function toRecord(row: SingleSendRow): SingleSendRecord {
+  const record: SingleSendRecord = {
+    ...row,
     schedule_date: row.schedule_date ?? '0000-00-00',
     schedule_time: row.schedule_time ?? '00:00:00',
-    status: row.status,
-    utr: row.utr,
-    template_json: row.template_json,
-    template_html: row.template_html,
-    triggered: row.triggered,
-    delivered: row.delivered,
-    unique_opens: row.unique_opens,
-    total_opens: row.total_opens,
-    bounces: row.bounces,
-    unsubscribes: row.unsubscribes,
     unique_open_token: row.unique_open_token ?? {},
     sent_at: toDatetime(row.sent_at),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
   };
+  return Object.fromEntries(RECORD_KEYS.map((k) => [k, record[k]])) as SingleSendRecord;
 }
 
 export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
@@ -213,7 +180,7 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
   if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
   if (!group) errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
   if (Object.keys(errors).length || typeof sender === 'string') throw invalid(errors);
-  return {
+  const columns = {
     template_id: input.template_id,
     sender_id: input.sender_id,
     unsubscribe_group_id: input.unsubscribe_group_id,
@@ -229,15 +196,15 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
     schedule_type: input.schedule_type,
     schedule_date: schedule.date,
     schedule_time: schedule.time,
-    due_at: schedule.due,
     template_json: input.template_json ?? null,
     template_html: input.template_html ?? null,
-  };
+  } satisfies SettableColumns;
+  return { ...columns, due_at: schedule.due };
 }
 
 /** Create → ready: the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
-  const utr = randomUUID();
+  const utr = newUtr();
   await ctx.db.transaction(async (trx) => {
     const columns = await resolveInput(ctx, trx, input);
     await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
@@ -260,29 +227,17 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
 /** A draft copy (nothing sends it until it is updated) with zeroed statistics. */
 export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string> {
   const row = await findByUtr(ctx, utr);
-  const copy = randomUUID();
+  const copy = newUtr();
+  const copied = Object.fromEntries(SETTABLE.map((c) => [c, row[c]])) as SettableColumns;
   await ctx.db('single_sends').insert({
+    ...copied,
     user_id: ctx.userId,
     utr: copy,
     status: SendStatus.Draft,
-    template_id: row.template_id,
-    sender_id: row.sender_id,
-    unsubscribe_group_id: row.unsubscribe_group_id,
     recipient_id: JSON.stringify(row.recipient_id),
     exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
     single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
-    subject: row.subject,
-    preheader: row.preheader,
-    from_sender: row.from_sender,
-    reply_to: row.reply_to,
-    sender_name: row.sender_name,
-    sender_address: row.sender_address,
-    schedule_type: row.schedule_type,
-    schedule_date: row.schedule_date,
-    schedule_time: row.schedule_time,
     due_at: null,
-    template_json: row.template_json,
-    template_html: row.template_html,
   });
   return copy;
 }

@@ -4,7 +4,7 @@ import { notFound1 } from '../../http/errors';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
 import { confirmation, pagination } from '../shared/schemas';
-import { createdWebhook, deliveryRecord, saveWebhookBody, testResult, webhookRecord } from './webhooks.schemas';
+import { createdWebhook, webhookBatchRecord, saveWebhookBody, testResult, webhookRecord } from './webhooks.schemas';
 import * as service from './webhooks.service';
 
 const tag = 'Webhooks';
@@ -76,8 +76,8 @@ export const webhookRoutes: RouteDef[] = [
     summary: 'A webhook’s batches and how their delivery went, newest first (the newest 100 unless ?page= or ?per_page=)',
     id: byId,
     list: true,
-    response: z.object({ deliveries: z.array(deliveryRecord), pagination: pagination.optional() }),
+    response: z.object({ deliveries: z.array(webhookBatchRecord), pagination: pagination.optional() }),
     failures: ['AUTH', 'NF1'],
-    handle: async ({ ctx, id, paging }) => ok(listPayload('deliveries', await service.listDeliveries(ctx, id, paging))),
+    handle: async ({ ctx, id, paging }) => ok(listPayload('deliveries', await service.listBatches(ctx, id, paging))),
   }),
 ];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { flag, id, optionalText, text } from '../../http/fields';
 import { EVENT_TYPES } from '../../events/types';
+import { WebhookBatchStatus } from '../../states';
 import { parseWebhookUrl, RefusedTarget } from '../../webhooks/ssrf';
 import { flagValue, intId, timestamp } from '../shared/schemas';
 
@@ -58,13 +59,13 @@ export const createdWebhook = z.strictObject({
   secret: z.string().meta({ description: 'whsec_… — shown only here; verify signatures with it', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
 });
 
-export const deliveryRecord = z.strictObject({
+export const webhookBatchRecord = z.strictObject({
   id: intId(),
   webhook_id: intId(),
   msg_id: z.string().meta({ description: 'the webhook-id header of every attempt of this batch' }),
   type: z.string(),
   event_ids: z.array(intId()),
-  status: z.enum(['pending', 'delivered', 'failed']),
+  status: z.enum(WebhookBatchStatus),
   http_status: intId().nullable().meta({ description: 'the endpoint’s answer to the last attempt (null: none)' }),
   error: z.string().nullable(),
   attempt: intId(),
@@ -72,7 +73,7 @@ export const deliveryRecord = z.strictObject({
   created_at: timestamp(),
   updated_at: timestamp(),
 });
-export type DeliveryRecord = z.infer<typeof deliveryRecord>;
+export type WebhookBatchRecord = z.infer<typeof webhookBatchRecord>;
 
 export const testResult = z.strictObject({
   status: intId().nullable().meta({ description: 'the endpoint’s HTTP status (null: no answer)' }),

@@ -7,16 +7,19 @@ import { sendTestEvent } from '../../webhooks/dispatch';
 import { newSecret } from '../../webhooks/signature';
 import { RefusedTarget, resolveTarget } from '../../webhooks/ssrf';
 import { dnsFor } from '../../dns';
+import { WebhookActivity, WebhookBatchStatus, webhookBatchStatus } from '../../states';
 import { deleteById, findOrFail, scoped } from '../shared/crud';
-import type { DeliveryRecord, SaveWebhookInput, WebhookRecord } from './webhooks.schemas';
+import type { WebhookBatchRecord, SaveWebhookInput, WebhookRecord } from './webhooks.schemas';
 
 const WEBHOOKS = 'webhooks';
-const DELIVERIES = 'webhook_deliveries';
+const BATCHES = 'webhook_deliveries';
 const COLUMNS = ['id', 'url', 'event_types', 'description', 'is_active', 'failing_since', 'created_at', 'updated_at'].map(
   (c) => `${WEBHOOKS}.${c}`,
 );
-/** Deliveries shown when no page is asked for: the newest. */
-const DEFAULT_DELIVERIES = 100;
+/** Deleting a webhook gives up its pending batches. */
+const GIVE_UP = webhookBatchStatus.move(WebhookBatchStatus.Queued, WebhookBatchStatus.Failed);
+/** Batches shown when no page is asked for: the newest. */
+const DEFAULT_BATCHES = 100;
 
 function liveWebhooks(ctx: Ctx, db: Knex = ctx.db): Knex.QueryBuilder {
   return scoped(ctx, WEBHOOKS, db).whereNull(`${WEBHOOKS}.deleted_at`);
@@ -44,7 +47,7 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
     url: input.url,
     event_types: input.event_types,
     description: input.description ?? '',
-    is_active: input.is_active ?? 1,
+    is_active: input.is_active ?? WebhookActivity.Active,
   };
   if (input.id === undefined) {
     const secret = newSecret();
@@ -61,14 +64,14 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
   await ctx.db.transaction(async (trx) => {
     const current = await liveWebhooks(ctx, trx).where(`${WEBHOOKS}.id`, input.id).forUpdate().first('is_active');
     if (!current) throw notFound1();
-    const turnedOn = current.is_active === 0 && fields.is_active === 1;
+    const turnedOn = current.is_active === WebhookActivity.Inactive && fields.is_active === WebhookActivity.Active;
     await liveWebhooks(ctx, trx)
       .where(`${WEBHOOKS}.id`, input.id)
       .update({ ...fields, ...(turnedOn ? { failing_since: null } : {}), updated_at: trx.fn.now() });
     // Batches waiting out a long backoff go at once: the user says the endpoint works again.
     if (turnedOn) {
-      await scoped(ctx, DELIVERIES, trx)
-        .where({ webhook_id: input.id, status: 'pending' })
+      await scoped(ctx, BATCHES, trx)
+        .where({ webhook_id: input.id, status: WebhookBatchStatus.Queued })
         .where('next_attempt_at', '>', trx.fn.now())
         .update({ next_attempt_at: trx.fn.now() });
     }
@@ -84,16 +87,16 @@ export function findWebhook(ctx: Ctx, id: number): Promise<WebhookRecord> {
   return findOrFail<WebhookRecord>(liveWebhooks(ctx).where(`${WEBHOOKS}.id`, id).select(COLUMNS), notFound1);
 }
 
-/** Soft delete: its delivery history stays readable in the database; what was still pending is given up. */
+/** Soft delete: its batches stay readable in the database; those still pending are given up. */
 export function deleteWebhook(ctx: Ctx, id: number): Promise<void> {
   return deleteById(ctx, WEBHOOKS, id, {
     notFound: notFound1,
     soft: true,
     after: async (trx, ids) => {
-      await scoped(ctx, DELIVERIES, trx)
+      await scoped(ctx, BATCHES, trx)
         .whereIn('webhook_id', ids)
-        .where('status', 'pending')
-        .update({ status: 'failed', last_error: 'webhook deleted', updated_at: trx.fn.now() });
+        .whereIn('status', GIVE_UP.from)
+        .update({ status: GIVE_UP.to, last_error: 'webhook deleted', updated_at: trx.fn.now() });
     },
   });
 }
@@ -109,9 +112,9 @@ export async function testWebhook(ctx: Ctx, config: Config, id: number): Promise
 }
 
 /** A webhook's batches, newest first (the newest 100 unless a page is asked for). */
-export async function listDeliveries(ctx: Ctx, id: number, paging?: Paging) {
+export async function listBatches(ctx: Ctx, id: number, paging?: Paging) {
   await findWebhook(ctx, id);
-  const base = scoped(ctx, DELIVERIES).where(`${DELIVERIES}.webhook_id`, id);
+  const base = scoped(ctx, BATCHES).where(`${BATCHES}.webhook_id`, id);
   const query = base
     .clone()
     .select(
@@ -129,21 +132,21 @@ export async function listDeliveries(ctx: Ctx, id: number, paging?: Paging) {
       'updated_at',
     )
     .orderBy('id', 'desc');
-  const listed = await listRows<Record<string, unknown>>(paging ? query : query.limit(DEFAULT_DELIVERIES), base, paging);
+  const listed = await listRows<Record<string, unknown>>(paging ? query : query.limit(DEFAULT_BATCHES), base, paging);
   return {
     ...listed,
     rows: listed.rows.map(
-      (r): DeliveryRecord => ({
+      (r): WebhookBatchRecord => ({
         id: r.id as number,
         webhook_id: r.webhook_id as number,
         msg_id: r.msg_id as string,
         type: r.type as string,
         event_ids: (r.event_ids as Array<string | number>).map(Number),
-        status: r.status as DeliveryRecord['status'],
+        status: r.status as WebhookBatchRecord['status'],
         http_status: r.last_status as number | null,
         error: r.last_error as string | null,
         attempt: r.attempt as number,
-        next_attempt_at: r.status === 'pending' ? (r.next_attempt_at as string) : null,
+        next_attempt_at: r.status === WebhookBatchStatus.Queued ? (r.next_attempt_at as string) : null,
         created_at: r.created_at as string,
         updated_at: r.updated_at as string,
       }),

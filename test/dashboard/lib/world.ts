@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { countQueuedEmails } from '../../../src/events/email-counters';
 import { recordMessageEvents } from '../../../src/events/record';
 import type { MessageEvent } from '../../../src/events/types';
+import { countQueued } from '../../../src/statistics';
 import { AutomationStatus, SendStatus } from '../../../src/states';
 import type { TestAccount } from '../../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender, makeSendRow } from '../../helpers/fixtures';
@@ -10,8 +10,8 @@ import { makeContacts, makeContactType, makeGroup, makeSender, makeSendRow } fro
 /**
  * An account with something to report, written the way Herald writes it: recipient rows as the
  * worker leaves them, every fact through recordMessageEvents (so the statistics consumer keeps
- * the counters and rollups the dashboard reads), queued automation emails through the engine's
- * countQueuedEmails.
+ * the counters and rollups the dashboard reads), queued automation emails through countQueued, as
+ * the engine counts them.
  */
 export interface World {
   typeId: number;
@@ -139,9 +139,9 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
     ...[0, 1].map((i) => ({ user_id: a.id, automation_id: auto.id, automation_schedule_id: schedules[1].id, contact_id: contactIds[i], email: emails[i], status: 'sent', token: randomBytes(16).toString('hex') })),
   ]);
   await db.transaction((trx) =>
-    countQueuedEmails(
+    countQueued(
       trx,
-      queued.map((_, i) => ({ user_id: a.id, automation_id: auto.id, automation_schedule_id: schedules[i < 4 ? 0 : 1].id })),
+      queued.map((_, i) => ({ userId: a.id, source: { kind: 'automation_email' as const, automationId: auto.id, scheduleId: schedules[i < 4 ? 0 : 1].id }, n: 1 })),
     ),
   );
   const aref = (i: number) => ({ userId: a.id, deliveryId: queued[i].id, singleSendId: null, automationId: auto.id, email: queued[i].email });

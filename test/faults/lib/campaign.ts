@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import type { Knex } from 'knex';
 import { api, type TestAccount } from '../../helpers/app';
 import { expectSuccess } from '../../helpers/expect';
+import { createAutomation, createSend as createSendViaApi, type SendRefs } from '../../helpers/sends';
 import { waitFor } from '../../helpers/wait';
 
 /**
@@ -23,27 +24,13 @@ export async function bulkContacts(db: Knex, account: TestAccount, typeId: numbe
 const HTML = '<html><body><h1>Hello ((first_name))</h1><p>From ((sender_name)), ((sender_address))</p></body></html>';
 
 /** A single send to `contacts_<list>`, due now; returns its utr and id. */
-export async function createSend(
+export function createSend(
   app: Express,
   db: Knex,
   account: TestAccount,
-  refs: { sender: number; group: number; list: number; name: string },
+  refs: SendRefs & { name: string },
 ): Promise<{ utr: string; id: number }> {
-  const res = await api(app, account).form('/single/send/create', {
-    template_id: 1,
-    template_html: HTML,
-    sender_id: refs.sender,
-    unsubscribe_group_id: refs.group,
-    single_send_name: refs.name,
-    subject: 'News for ((first_name))',
-    preheader: 'This month',
-    recipient_id: [`contacts_${refs.list}`],
-    schedule_type: 0,
-  });
-  expectSuccess(res);
-  const utr = res.body.message.utr as string;
-  const { id } = await db('single_sends').where({ utr }).first('id');
-  return { utr, id };
+  return createSendViaApi(app, db, account, refs, { template_html: HTML, single_send_name: refs.name, subject: 'News for ((first_name))' });
 }
 
 /** A custom automation on `contacts_<list>` with one instant email, set live; returns its id. */
@@ -51,16 +38,9 @@ export async function liveAutomation(
   app: Express,
   db: Knex,
   account: TestAccount,
-  refs: { sender: number; group: number; list: number; name: string },
+  refs: SendRefs & { name: string },
 ): Promise<{ utr: string; id: number }> {
-  const created = await api(app, account).form('/automations/create', {
-    type: 'custom',
-    automation_for: `contacts_${refs.list}`,
-    automation_name: refs.name,
-    unsubscribe_group_id: refs.group,
-  });
-  expectSuccess(created);
-  const utr = created.body.message.utr as string;
+  const { utr, id } = await createAutomation(app, db, account, refs, { automation_name: refs.name });
   expectSuccess(
     await api(app, account).form('/automations/schedule/create', {
       utr,
@@ -75,7 +55,6 @@ export async function liveAutomation(
     'Schedule Added',
   );
   expectSuccess(await api(app, account).get(`/automations/set-live?utr=${utr}`));
-  const { id } = await db('automations').where({ utr }).first('id');
   return { utr, id };
 }
 

@@ -13,19 +13,19 @@
  *
  * "Accepted" means the moment the sink answers 250 to the message's DATA, i.e. when Herald's
  * worker may consider it delivered. A message whose connection closed while it was held (its
- * sender was killed) is not accepted: the client never saw the 250.
+ * sender was killed) is not accepted: the client never saw the 250. Each listener is the tests'
+ * one SMTP sink (test/helpers/smtp.ts), keeping no message text.
  */
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { startSmtpSink, type SmtpSink } from '../../helpers/smtp';
 
 type Item = [string, number, number];
 
-function main(): void {
+async function main(): Promise<void> {
   const listeners = Math.max(1, Number(process.argv[2] ?? 1));
   let delayMs = Number(process.argv[3] ?? 0);
   /** Messages accepted so far, and from which count on `delayMs` applies. */
   let total = 0;
   let delayFrom = 0;
-  const closed = new Set<string>();
   let pending: Item[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
 
@@ -37,35 +37,21 @@ function main(): void {
     process.send!({ type: 'got', items });
   };
 
-  const servers = Array.from({ length: listeners }, (_, index) => {
-    const server = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      disableReverseLookup: true,
-      logger: false,
-      maxClients: 1000,
-      onClose(session) {
-        closed.add(session.id);
-      },
-      onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
-        stream.on('data', () => undefined);
-        stream.on('end', () => {
-          const accept = () => {
-            if (closed.has(session.id)) return; // the sender is gone: nobody to answer 250 to
-            total += 1;
-            const now = Date.now();
-            for (const r of session.envelope.rcptTo) pending.push([r.address.toLowerCase(), index, now]);
-            flushTimer ??= setTimeout(flush, 20);
-            callback();
-          };
-          if (delayMs > 0 && total >= delayFrom) setTimeout(accept, delayMs);
-          else accept();
-        });
-      },
-    });
-    server.on('error', (err) => process.stderr.write(`sink ${index}: ${err.message}\n`));
-    return server;
-  });
+  const held = () => new Promise<'accept'>((resolve) => setTimeout(() => resolve('accept'), delayMs));
+  const sinks: SmtpSink[] = [];
+  for (let index = 0; index < listeners; index++) {
+    sinks.push(
+      await startSmtpSink({
+        keepMessages: false,
+        data: () => (delayMs > 0 && total >= delayFrom ? held() : 'accept'),
+        onAccepted(to, at) {
+          total += 1;
+          for (const address of to) pending.push([address, index, at]);
+          flushTimer ??= setTimeout(flush, 20);
+        },
+      }),
+    );
+  }
 
   process.on('message', (msg: { type: string; id?: number; ms?: number; after?: number }) => {
     if (msg.type === 'sync') {
@@ -80,18 +66,7 @@ function main(): void {
   });
   // The test process went away (crashed, killed): do not linger.
   process.on('disconnect', () => process.exit(0));
-
-  void Promise.all(
-    servers.map(
-      (s) =>
-        new Promise<number>((resolve) =>
-          s.listen(0, '127.0.0.1', () => {
-            const address = s.server.address();
-            resolve(typeof address === 'object' && address ? address.port : 0);
-          }),
-        ),
-    ),
-  ).then((ports) => process.send!({ type: 'ready', ports }));
+  process.send!({ type: 'ready', ports: sinks.map((s) => s.port) });
 }
 
-main();
+void main();

@@ -1,0 +1,259 @@
+import type { Knex } from 'knex';
+import type { DesignSource } from '../delivery/render';
+import { isUtr } from '../http/fields';
+import { senderAddress } from '../mail/sender-address';
+import type { Counter } from '../statistics/counters';
+
+/**
+ * Message sources: what a message is made from, and whose it is (docs/decisions.md, "Message
+ * sources and statistics"). Two ideas, each declared once here:
+ *
+ * - An **owner** is the record a message's statistics, tracked links and events belong to, the
+ *   one the API names by utr: a single send, or an automation (all its emails together).
+ * - A **source** is what one recipient row's message is compiled from: a single send, or one
+ *   email of an automation. Each source has one owner.
+ *
+ * Designs (src/delivery/designs.ts), link registration (src/delivery/links.ts), the tracking
+ * endpoints (src/public/tracking.ts), the statistics (src/statistics) and the events and reports
+ * API families ask this module, never the columns themselves. A new kind of source — an A/B
+ * variation of a single send — is one more case of the unions below; the compiler then names
+ * every function here that must answer for it.
+ */
+
+interface OwnerDef {
+  /** Its records, each with an `id`, a `utr`, a `deleted_at` and the counters. */
+  table: string;
+  /** The column that names it on deliveries, events, tracked_links and suppressions. */
+  column: string;
+  /** The column of each counter on `table`: the spec named the two resources' counters differently. */
+  counters: Record<Counter, string>;
+  /** Whether it keeps an hourly timeline (`message_stats_hourly` rows of this `owner_type`). */
+  timeline: boolean;
+}
+
+/** Herald's own counters, named alike on every owner's table (migration 202611250300). */
+const HERALD_COUNTERS = {
+  deferred: 'deferred',
+  dropped: 'dropped',
+  bounced_hard: 'bounced_hard',
+  bounced_soft: 'bounced_soft',
+  unique_clicks: 'unique_clicks',
+  total_clicks: 'total_clicks',
+  complaints: 'complaints',
+} as const;
+
+/**
+ * Every kind of owner. The CHECK constraints `tracked_links_one_owner` (exactly one owner column
+ * set) and `message_stats_hourly_owner_type_check` list the same columns and kinds;
+ * test/api/sources.test.ts fails when a kind is added here without the migration that widens them.
+ */
+export const OWNERS = {
+  single_send: {
+    table: 'single_sends',
+    column: 'single_send_id',
+    counters: {
+      triggered: 'triggered',
+      delivered: 'delivered',
+      unique_opens: 'unique_opens',
+      opens: 'total_opens',
+      bounces: 'bounces',
+      unsubscribes: 'unsubscribes',
+      ...HERALD_COUNTERS,
+    },
+    timeline: true,
+  },
+  automation: {
+    table: 'automations',
+    column: 'automation_id',
+    counters: {
+      triggered: 'total_triggered',
+      delivered: 'total_delivered',
+      unique_opens: 'total_unique_opens',
+      opens: 'total_opens',
+      bounces: 'total_bounces',
+      unsubscribes: 'total_unsubscribe',
+      ...HERALD_COUNTERS,
+    },
+    timeline: true,
+  },
+} as const satisfies Record<string, OwnerDef>;
+
+export type OwnerKind = keyof typeof OWNERS;
+export const OWNER_KINDS = Object.keys(OWNERS) as OwnerKind[];
+
+export interface Owner {
+  kind: OwnerKind;
+  id: number;
+}
+
+/** The owner columns of a row of deliveries, events or tracked_links (one set, the others null). */
+export type OwnerColumns = { [K in OwnerKind as (typeof OWNERS)[K]['column']]: number | null };
+export const OWNER_COLUMNS = OWNER_KINDS.map((k) => OWNERS[k].column);
+
+/** How an event's ref (MessageRef, src/events/types.ts) names its message's owner. */
+export interface SourceRef {
+  singleSendId: number | null;
+  automationId: number | null;
+}
+
+/** An event's ref, from the owner columns of the row it is about. */
+export function sourceRef(row: OwnerColumns): SourceRef {
+  return { singleSendId: row.single_send_id, automationId: row.automation_id };
+}
+
+/** The owner columns an event's row is written with. */
+export function ownerColumnsOf(ref: SourceRef): OwnerColumns {
+  return { single_send_id: ref.singleSendId, automation_id: ref.automationId };
+}
+
+/** A message's owner: its single send, else its automation. */
+export function ownerOf(ref: SourceRef): Owner | undefined {
+  if (ref.singleSendId) return { kind: 'single_send', id: ref.singleSendId };
+  if (ref.automationId) return { kind: 'automation', id: ref.automationId };
+  return undefined;
+}
+
+/**
+ * Every owner whose counters a message's events move: its owner today. An A/B variation's
+ * message would move two, its send's (the totals) and its variation's.
+ */
+export function counterOwners(ref: SourceRef): Owner[] {
+  const owner = ownerOf(ref);
+  return owner ? [owner] : [];
+}
+
+/** The owner columns of a row that belongs to `owner`. */
+export function columnsOf(owner: Owner): OwnerColumns {
+  const columns = Object.fromEntries(OWNER_COLUMNS.map((c) => [c, null])) as OwnerColumns;
+  (columns as Record<string, number | null>)[OWNERS[owner.kind].column] = owner.id;
+  return columns;
+}
+
+/** Whether a tracked link (by its owner columns) is one of a message's: its owner's. */
+export function ownsLink(ref: SourceRef, link: OwnerColumns): boolean {
+  const owner = ownerOf(ref);
+  if (!owner) return false;
+  const mine = columnsOf(owner) as Record<string, number | null>;
+  return OWNER_COLUMNS.every((c) => (link as Record<string, number | null>)[c] === mine[c]);
+}
+
+/**
+ * The account's owner record of this kind with this utr (any case; a utr of another shape names
+ * nothing): its id and utr as stored. Soft-deleted records only when asked for (their events stay;
+ * their statistics leave the API with them).
+ */
+export async function findOwner(
+  db: Knex,
+  userId: number,
+  kind: OwnerKind,
+  utr: string,
+  opts: { deleted?: boolean } = {},
+): Promise<{ id: number; utr: string } | undefined> {
+  if (!isUtr(utr)) return undefined;
+  const q = db(OWNERS[kind].table).where({ user_id: userId, utr: utr.toLowerCase() }).first('id', 'utr');
+  if (!opts.deleted) q.whereNull('deleted_at');
+  return (await q) as { id: number; utr: string } | undefined;
+}
+
+/** The condition "this owner's events" on the `events` table (alias `alias`). */
+export function eventsOf(owner: Owner, alias = 'e'): Record<string, number> {
+  return { [`${alias}.${OWNERS[owner.kind].column}`]: owner.id };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sources: what a recipient row's message is compiled from.
+
+export type MessageSource =
+  | { kind: 'single_send'; singleSendId: number }
+  | { kind: 'automation_email'; automationId: number; scheduleId: number };
+
+/** The columns of a recipient row (`deliveries`) that name its source. */
+export type SourceColumns = OwnerColumns & { automation_schedule_id: number | null };
+
+export function sourceOfRow(row: SourceColumns): MessageSource | undefined {
+  if (row.single_send_id) return { kind: 'single_send', singleSendId: row.single_send_id };
+  if (row.automation_id && row.automation_schedule_id) {
+    return { kind: 'automation_email', automationId: row.automation_id, scheduleId: row.automation_schedule_id };
+  }
+  return undefined;
+}
+
+/** A source's identity, for caches of what is made once per source (a compiled design). */
+export function sourceKey(source: MessageSource): string {
+  switch (source.kind) {
+    case 'single_send':
+      return `s:${source.singleSendId}`;
+    case 'automation_email':
+      return `a:${source.scheduleId}`;
+  }
+}
+
+export function ownerOfSource(source: MessageSource): Owner {
+  switch (source.kind) {
+    case 'single_send':
+      return { kind: 'single_send', id: source.singleSendId };
+    case 'automation_email':
+      return { kind: 'automation', id: source.automationId };
+  }
+}
+
+/**
+ * What a design is compiled from (src/delivery/render.ts `compileDesign`), whatever its source: the
+ * HTML that is sent (the source's own, else its template's), the sender, `((sender_address))`.
+ */
+export type DesignParts = Pick<DesignSource, 'subject' | 'preheader' | 'html' | 'fromName' | 'fromEmail' | 'replyTo' | 'senderAddress'> & {
+  userId: number;
+  /** Whose tracked links the design's links are. */
+  owner: Owner;
+};
+
+/** A single send: everything about its sender was copied onto the send when it was saved. */
+async function singleSendParts(db: Knex, id: number): Promise<DesignParts | undefined> {
+  const s = await db('single_sends as s')
+    .join('templates as t', 't.id', 's.template_id')
+    .where('s.id', id)
+    .first('s.user_id', 's.subject', 's.preheader', 's.template_html', 't.html_code', 's.from_sender', 's.reply_to', 's.sender_name', 's.sender_address');
+  if (!s) return undefined;
+  return {
+    userId: s.user_id,
+    owner: { kind: 'single_send', id },
+    subject: s.subject,
+    preheader: s.preheader,
+    html: s.template_html ?? s.html_code,
+    fromName: s.sender_name ?? '',
+    fromEmail: s.from_sender,
+    replyTo: s.reply_to,
+    senderAddress: s.sender_address ?? '',
+  };
+}
+
+/** An automation email: its own subject and design, its sender as it is now (no preheader). */
+async function automationEmailParts(db: Knex, source: { automationId: number; scheduleId: number }): Promise<DesignParts | undefined> {
+  const s = await db('automation_schedules as s')
+    .join('templates as t', 't.id', 's.template_id')
+    .join('senders as snd', 'snd.id', 's.sender_id')
+    .where('s.id', source.scheduleId)
+    .first('s.user_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
+      'snd.company_address', 'snd.company_address2', 'snd.zip_code', 'snd.country_id', 'snd.state_id', 'snd.city_id');
+  if (!s) return undefined;
+  return {
+    userId: s.user_id,
+    owner: { kind: 'automation', id: source.automationId },
+    subject: s.subject,
+    preheader: '',
+    html: s.template_html ?? s.html_code,
+    fromName: s.from_name,
+    fromEmail: s.from_email,
+    replyTo: s.reply_to_email,
+    senderAddress: await senderAddress(db, s),
+  };
+}
+
+export async function designParts(db: Knex, source: MessageSource): Promise<DesignParts | undefined> {
+  switch (source.kind) {
+    case 'single_send':
+      return singleSendParts(db, source.singleSendId);
+    case 'automation_email':
+      return automationEmailParts(db, source);
+  }
+}
