@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { countQueued } from '../statistics';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 
@@ -151,6 +152,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
       triggered: trx.raw('triggered + ?', [inserted]),
     });
   if (!updated) throw new SendGone();
+  await countQueued(trx, [{ userId: send.user_id, source: { kind: 'single_send', singleSendId: send.id }, n: inserted }]);
   if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
 }
 
