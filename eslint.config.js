@@ -15,7 +15,7 @@ const LAYERS = [
   ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab'],
   ['resources'],
   ['delivery'],
-  ['public'],
+  ['public', 'dashboard'],
   ['app', 'server', 'cli'],
 ];
 const TOP_FILES = new Set(['alarm', 'config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns', 'app', 'server', 'cli']);
@@ -30,7 +30,7 @@ function importDirection() {
       // How a file of this folder reaches src/: `./` from src/*.ts, `../` from src/x/*.ts, `../../` from src/resources/x/*.ts.
       const targets = TOP_FILES.has(name)
         ? [[`src/${name}.ts`, './']]
-        : [[`src/${name}/*.ts`, '../'], [`src/${name}/*/*.ts`, '../../']];
+        : [[`src/${name}/*.{ts,tsx}`, '../'], [`src/${name}/*/*.{ts,tsx}`, '../../']];
       for (const [files, up] of targets) {
         const prefix = up.replace(/\./g, '\\.');
         configs.push({
@@ -70,6 +70,11 @@ module.exports = tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The dashboard's scripts run in the browser (served as they are from assets/dashboard/).
+    files: ['assets/dashboard/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
   },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],

@@ -6,9 +6,14 @@ module.exports = {
   // test/citus needs a Citus cluster: `npm run test:citus` runs it (test/citus/jest.config.js).
   testPathIgnorePatterns: ['/node_modules/', '/test/citus/'],
   transform: {
-    '^.+\\.ts$': [
+    // .tsx: the dashboard's server-rendered pages (preact's automatic JSX runtime, as tsconfig.json).
+    '^.+\\.tsx?$': [
       '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: 'inline' },
+      {
+        jsc: { parser: { syntax: 'typescript', tsx: true }, target: 'es2022', transform: { react: { runtime: 'automatic', importSource: 'preact' } } },
+        module: { type: 'commonjs' },
+        sourceMaps: 'inline',
+      },
     ],
   },
   globalSetup: '<rootDir>/test/setup/global-setup.ts',

@@ -10,6 +10,7 @@ import { buildOpenApi } from './http/openapi';
 import { requestLog } from './http/request-log';
 import { mountFallbacks, mountRoutes } from './http/routes';
 import { ASSETS_DIR, VERSION } from './paths';
+import { mountDashboard } from './dashboard';
 import { mountPublic } from './public';
 import { apiRoutes } from './resources';
 
@@ -59,6 +60,7 @@ export function createApp(deps: Deps): Express {
   );
 
   mountPublic(app, deps);
+  mountDashboard(app, deps);
   mountFallbacks(app, apiRoutes);
   app.use(errorHandler(deps.logger));
   return app;

@@ -267,6 +267,8 @@ const settings = {
    * instead of fetching SigningCertURL, and SubscribeURLs on 127.0.0.1 over http are allowed.
    */
   sesSnsTestCertPem: setting('SES_SNS_TEST_CERT_PEM', z.string().optional()),
+  /** A dashboard session unused for this long is over (signed out). */
+  dashboardSessionIdleMinutes: setting('DASHBOARD_SESSION_IDLE_MINUTES', intIn(1, 525_600).default(720)),
 };
 
 type Settings = typeof settings;

@@ -11,9 +11,6 @@ export type AbCriteria = (typeof AB_CRITERIA)[number];
 export const AB_IF_INCONCLUSIVE = ['send_leader', 'send_original', 'wait'] as const;
 export type AbIfInconclusive = (typeof AB_IF_INCONCLUSIVE)[number];
 
-/** 2 to 6 variations in all: the send's own (A) and 1 to 5 more (B to F). */
-export const MAX_VARIATIONS = 6;
-
 export const AB_DEFAULTS = {
   testPercentage: 20,
   durationMinutes: 240,

@@ -51,6 +51,8 @@ export async function rotateKeys(db: Knex, id: number, opts: { logger?: Logger; 
         .where({ id })
         .update({ public_key: publicKey, secret_key_hash: hashSecret(secretKey), updated_at: trx.fn.now() })
         .returning(['id']);
+      // Dashboard sessions opened with the old pair end with it (a session also checks the key itself).
+      if (row) await trx('dashboard_sessions').where({ user_id: id }).delete();
       return row ? { id: row.id as number, listeners } : undefined;
     });
     if (!done) return undefined;

@@ -21,10 +21,20 @@ export const REFERENCE_TABLES = ['accounts', 'countries', 'states', 'cities', 't
  * every account's tracking links, the bounce mailbox's read position, and DKIM keys (per
  * signing domain — a selector is unique per domain whichever account sends as it, and the key
  * of MAIL_FROM's domain belongs to no account), and the tokens of signed ESP webhook requests
- * already received (the installation's ESP account, not one of Herald's). dkim_keys refers to
+ * already received (the installation's ESP account, not one of Herald's), and the dashboard's
+ * failed sign-ins (per client address: a failure names no account). dkim_keys refers to
  * `accounts`, so Citus keeps it as a "Citus-local" table: still only on the coordinator.
  */
-export const GLOBAL_TABLES = ['knex_migrations', 'knex_migrations_lock', 'send_budget', 'herald_secrets', 'bounce_mailboxes', 'dkim_keys', 'esp_replay_tokens'];
+export const GLOBAL_TABLES = [
+  'knex_migrations',
+  'knex_migrations_lock',
+  'send_budget',
+  'herald_secrets',
+  'bounce_mailboxes',
+  'dkim_keys',
+  'esp_replay_tokens',
+  'dashboard_sign_in_failures',
+];
 
 export const DISTRIBUTION_COLUMN = 'user_id';
 

@@ -3,6 +3,8 @@ import type { Config } from '../config';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
+import { sourceOfRow, type SourceColumns } from '../sources';
+import { countQueued } from '../statistics';
 import { suppressedAmong, type SuppressionReason } from '../suppression';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
@@ -229,12 +231,20 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
          FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
          JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id
          ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
-         RETURNING automation_id`,
+         RETURNING user_id, single_send_id, automation_id, automation_schedule_id`,
         [JSON.stringify(queue)],
       );
+      const queued = inserted.rows as Array<SourceColumns & { user_id: number; automation_id: number }>;
       const perAutomation = new Map<number, number>();
-      for (const r of inserted.rows as Array<{ automation_id: number }>) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
+      for (const r of queued) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
       for (const [id, n] of perAutomation) await trx('automations').where({ id }).increment('total_triggered', n);
+      await countQueued(
+        trx,
+        queued.flatMap((r) => {
+          const source = sourceOfRow(r);
+          return source ? [{ userId: r.user_id, source, n: 1 }] : [];
+        }),
+      );
     }
     await trx.raw(
       `UPDATE automation_contacts ac SET

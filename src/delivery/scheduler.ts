@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import { countQueued } from '../statistics';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 import { startTestGroup } from '../ab/split';
@@ -154,6 +155,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
       triggered: trx.raw('triggered + ?', [inserted]),
     });
   if (!updated) throw new SendGone();
+  await countQueued(trx, [{ userId: send.user_id, source: { kind: 'single_send', singleSendId: send.id }, n: inserted }]);
   if (!done) return;
   // An A/B send's test group is taken from the complete audience, in the last chunk's transaction.
   const testGroup = abTest ? await startTestGroup(trx, send) : undefined;

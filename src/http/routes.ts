@@ -28,8 +28,8 @@ export interface IdParam {
   notFound: NotFound;
   /** Missing id answers VAL (`The <name> field is required.`) instead of not found. */
   requiredMessage?: boolean;
-  /** `utr` ids are strings; everything else is a positive integer. */
-  kind?: 'int' | 'utr';
+  /** `utr` ids are strings; `bigint` a positive integer of a bigserial (events); everything else a positive 32-bit integer. */
+  kind?: 'int' | 'bigint' | 'utr';
 }
 
 export interface FileParam {
@@ -100,9 +100,10 @@ function readId(def: IdParam, query: Record<string, unknown>, body: Record<strin
     return text;
   }
   // Written as body ids are (see toNumber: `007` is 7); anything that is not a positive
-  // 32-bit integer cannot be a record of ours.
+  // 32-bit integer (or, for a bigserial, a safe one) cannot be a record of ours.
   const n = toNumber(text);
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_INT) throw def.notFound();
+  const max = def.kind === 'bigint' ? Number.MAX_SAFE_INTEGER : MAX_INT;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) throw def.notFound();
   return n;
 }
 

@@ -251,6 +251,17 @@ export function sourceKey(source: MessageSource): string {
   }
 }
 
+/** The owner a source's messages count for: a single send's (a variation's, its send's), an automation email's automation. */
+export function ownerOfSource(source: MessageSource): Owner {
+  switch (source.kind) {
+    case 'single_send':
+    case 'ab_variation':
+      return { kind: 'single_send', id: source.singleSendId };
+    case 'automation_email':
+      return { kind: 'automation', id: source.automationId };
+  }
+}
+
 /**
  * What a design is compiled from (src/delivery/render.ts `compileDesign`), whatever its source: the
  * HTML that is sent (the source's own, else its template's), the sender, `((sender_address))`.

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { OWNERS, type Owner, type OwnerKind } from '../sources';
-import { COUNTERS, EVENT_COUNTERS, HOURLY_COLUMNS, type Counts, type EventCounts } from './counters';
+import { COUNTERS, HOURLY_COLUMNS, type Counts } from './counters';
+import { EMAIL_COLUMNS, EMAIL_COUNTERS, EMAILS, type EmailCounts } from './emails';
 
 /**
  * The statistics' reader, beside their writer (src/statistics/write.ts), which knows the same
@@ -55,11 +56,14 @@ function hours(db: Knex, userId: number, range: HourRange): Knex.QueryBuilder {
   return q;
 }
 
-const SUMS = EVENT_COUNTERS.map((k) => `coalesce(sum(${HOURLY_COLUMNS[k]}), 0) AS ${k}`).join(', ');
+const SUMS = COUNTERS.map((k) => `coalesce(sum(${HOURLY_COLUMNS[k]}), 0) AS ${k}`).join(', ');
 
-/** The event counters of an account's hours, added up (every counter but `triggered`). */
-export async function readTotals(db: Knex, userId: number, range: HourRange = {}): Promise<EventCounts> {
-  return (await hours(db, userId, range).first(db.raw(SUMS))) as EventCounts;
+/**
+ * Every counter of an account's hours, added up. `triggered` is the recipient rows written in
+ * those hours (a send's audience as fan-out wrote it, an automation's emails as they were queued).
+ */
+export async function readTotals(db: Knex, userId: number, range: HourRange = {}): Promise<Counts> {
+  return (await hours(db, userId, range).first(db.raw(SUMS))) as Counts;
 }
 
 /**
@@ -72,10 +76,38 @@ export async function readSeries(
   db: Knex,
   userId: number,
   range: HourRange & { bucket: 'hour' | 'day'; timeZone?: string },
-): Promise<Array<{ at: string } & EventCounts>> {
+): Promise<Array<{ at: string } & Counts>> {
   const at = db.raw('date_trunc(?, hour, ?)', [range.bucket, range.timeZone ?? 'UTC']);
   return (await hours(db, userId, range)
     .select({ at }, db.raw(SUMS))
     .groupByRaw('1')
-    .orderByRaw('1')) as Array<{ at: string } & EventCounts>;
+    .orderByRaw('1')) as Array<{ at: string } & Counts>;
+}
+
+/**
+ * The counters of an account's single sends that went out from `since`, added up per day of
+ * `timeZone` (checked by the caller, as for readSeries) on which each went out: a send's whole
+ * statistics count on its day, whenever its messages were opened or clicked. Deleted sends count
+ * too (their messages went out). Oldest first; days without a send are left out. One row per send
+ * (index single_sends_user_sent_index), so the account's number of messages does not matter.
+ */
+export async function readSentByDay(db: Knex, userId: number, range: { since: Date | string; timeZone?: string }): Promise<Array<{ at: string } & Counts>> {
+  const cols = OWNERS.single_send.counters;
+  const sums = COUNTERS.map((k) => `coalesce(sum(${cols[k]}), 0) AS ${k}`).join(', ');
+  return (await db(OWNERS.single_send.table)
+    .where('user_id', userId)
+    .where('sent_at', '>=', range.since)
+    .select({ at: db.raw("date_trunc('day', sent_at, ?)", [range.timeZone ?? 'UTC']) }, db.raw(sums))
+    .groupByRaw('1')
+    .orderByRaw('1')) as Array<{ at: string } & Counts>;
+}
+
+/** Each email's own counters (emails of an automation of the account, by ids; ids not found are absent). */
+export async function readEmailCounters(db: Knex, userId: number, ids: number[]): Promise<Map<number, EmailCounts>> {
+  if (ids.length === 0) return new Map();
+  const rows = (await db(EMAILS)
+    .where('user_id', userId)
+    .whereIn('id', ids)
+    .select('id', ...EMAIL_COUNTERS.map((c) => `${EMAIL_COLUMNS[c]} as ${c}`))) as Array<{ id: number } & EmailCounts>;
+  return new Map(rows.map(({ id, ...counts }) => [id, counts as EmailCounts]));
 }

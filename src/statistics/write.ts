@@ -1,13 +1,14 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from '../events/types';
-import { counterOwners, OWNER_KINDS, OWNERS, type OwnerKind } from '../sources';
+import { counterOwners, ownerOfSource, OWNER_KINDS, OWNERS, type MessageSource, type OwnerKind } from '../sources';
 import { EVENT_COUNTERS, HOURLY_COLUMNS, type EventCounter, type EventCounts } from './counters';
+import { addToEmails, countEmailEvents, emailOf } from './emails';
 
 /**
  * The statistics' writer: every owner's counters (src/sources `OWNERS`), each tracked link's, and
- * the hourly rollup, moved from recorded events in the events' own transaction
- * (src/events/record.ts calls it). Nothing else writes them but fan-out, which counts `triggered`.
- * Their reader is src/statistics/read.ts.
+ * the hourly rollup and each automation email's (emails.ts), moved from recorded events in the
+ * events' own transaction (src/events/record.ts calls it); and `triggered`, the recipient rows
+ * queued, from where they are written (`countQueued`). Their reader is src/statistics/read.ts.
  */
 
 /**
@@ -124,6 +125,7 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
   const firstClicks = await applyClicks(trx, events);
   const counted = new Set<number>();
   const byOwner = new Map<OwnerKind, Map<string, Counts>>(OWNER_KINDS.map((k) => [k, new Map()]));
+  const moves: Array<{ event: MessageEvent; counters: EventCounter[] }> = [];
   for (const e of events) {
     let firstOpen = false;
     if (e.type === 'opened' && e.deliveryId && first.has(e.deliveryId) && !counted.has(e.deliveryId)) {
@@ -131,6 +133,7 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
       firstOpen = true;
     }
     const moved = countersOf(e, firstOpen, e.type === 'clicked' && firstClicks.has(e));
+    moves.push({ event: e, counters: moved });
     for (const owner of counterOwners(e)) {
       const map = byOwner.get(owner.kind)!;
       const key = `${e.userId}:${owner.id}`;
@@ -154,6 +157,8 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     );
     if (timeline) await addHourly(trx, kind, counts);
   }
+  // Emails after their owners and hours, as countQueued takes them: one lock order for both.
+  await countEmailEvents(trx, moves);
 }
 
 /**
@@ -173,4 +178,40 @@ async function addHourly(trx: Knex.Transaction, kind: OwnerKind, counts: Counts[
      DO UPDATE SET ${cols.map((c) => `${c} = message_stats_hourly.${c} + EXCLUDED.${c}`).join(', ')}`,
     [kind, JSON.stringify(rows)],
   );
+}
+
+/**
+ * Recipient rows just written (`n` of each source, in the caller's transaction): `triggered` of this
+ * hour's row of their owner and of their email, if they have one. The owner's own record counts
+ * its `triggered` where the rows are written (fan-out's cursor update, the automation engine),
+ * before this, so locks are taken as applyStatistics takes them: owner, hour, email.
+ */
+export async function countQueued(trx: Knex.Transaction, queued: Array<{ userId: number; source: MessageSource; n: number }>): Promise<void> {
+  const hours = new Map<OwnerKind, Map<string, { user_id: number; id: number; n: number }>>(OWNER_KINDS.map((k) => [k, new Map()]));
+  for (const q of queued) {
+    if (q.n <= 0) continue;
+    const owner = ownerOfSource(q.source);
+    const map = hours.get(owner.kind)!;
+    const row = map.get(`${q.userId}:${owner.id}`) ?? { user_id: q.userId, id: owner.id, n: 0 };
+    row.n += q.n;
+    map.set(`${q.userId}:${owner.id}`, row);
+  }
+  for (const kind of OWNER_KINDS) {
+    const rows = [...hours.get(kind)!.values()].sort((a, b) => a.user_id - b.user_id || a.id - b.id);
+    if (rows.length === 0 || !OWNERS[kind].timeline) continue;
+    const col = HOURLY_COLUMNS.triggered;
+    await trx.raw(
+      `INSERT INTO message_stats_hourly (user_id, owner_type, owner_id, hour, ${col})
+       SELECT v.user_id, ?, v.id, date_trunc('hour', now()), v.n
+       FROM json_to_recordset(?::json) AS v(user_id integer, id integer, n integer)
+       ORDER BY v.user_id, v.id
+       ON CONFLICT (user_id, owner_type, owner_id, hour) DO UPDATE SET ${col} = message_stats_hourly.${col} + EXCLUDED.${col}`,
+      [kind, JSON.stringify(rows)],
+    );
+  }
+  const emails = queued.flatMap((q) => {
+    const id = emailOf(q.source);
+    return id === undefined || q.n <= 0 ? [] : [{ user_id: q.userId, id, counts: { triggered: q.n } }];
+  });
+  await addToEmails(trx, emails);
 }

@@ -1,8 +1,11 @@
 import { down, up } from '../../migrations/202612040100_hourly-counters';
+import * as rollups from '../../migrations/202612090200_queued-and-email-counters';
 import { recordMessageEvents } from '../../src/events/record';
 import type { MessageEvent } from '../../src/events/types';
+import { countQueued, readEmailCounters } from '../../src/statistics';
 import { SendStatus } from '../../src/states';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { DRIP_EMAIL_COUNTS, makeDrip, recordDripFacts, type Drip } from '../helpers/drip';
 import { makeSendRow } from '../helpers/fixtures';
 
 /**
@@ -64,4 +67,47 @@ it('gives each hour already recorded the counters the writer would have kept, an
     { owner_type: 'single_send', owner_id: sendId, hour: '2026-01-05T10:00:00.000000Z', delivered: 0, opens: 0, clicks: 0, unsubscribes: 0, ...Object.fromEntries(ADDED.map((c) => [c, 0])), deferred: 1 },
     ...written,
   ]);
+});
+
+/**
+ * Migration 202612090200 runs after 202612040100 (whose columns are there already) and adds what
+ * is still missing: the rows queued per hour and each automation email's counters, filled from the
+ * recipient rows and the events still kept — the numbers countQueued and the writer keep.
+ */
+describe('202612090200: rows queued per hour and each automation email’s counters', () => {
+  let c: TestAccount;
+  let send: number;
+  let drip: Drip;
+  const queuedHours = () =>
+    db('message_stats_hourly').where({ user_id: c.id }).where('queued', '>', 0).orderBy(['owner_type', 'owner_id', 'hour']).select('owner_type', 'owner_id', 'hour', 'queued');
+
+  beforeAll(async () => {
+    c = await makeAccount(db);
+    ({ id: send } = await makeSendRow(db, c, { name: 'Queued', status: SendStatus.Completed }));
+    drip = await makeDrip(db, c);
+    await recordDripFacts(db, c, drip);
+    // A send's audience, written and counted in one transaction as fan-out does.
+    await db.transaction(async (trx) => {
+      await trx('deliveries').insert(['s1@example.com', 's2@example.com'].map((email) => ({ user_id: c.id, single_send_id: send, email, status: 'sent', attempts: 1 })));
+      await countQueued(trx, [{ userId: c.id, source: { kind: 'single_send', singleSendId: send }, n: 2 }]);
+    });
+  });
+
+  it('gives each hour the rows queued in it, and each email what its messages did, as they were kept', async () => {
+    const hours = await queuedHours();
+    expect(hours.map((h) => [h.owner_type, h.owner_id, h.queued])).toEqual([
+      ['automation', drip.automation, 4],
+      ['single_send', send, 2],
+    ]);
+    const counted = await readEmailCounters(db, c.id, drip.emails);
+    expect(drip.emails.map((id) => counted.get(id))).toEqual(DRIP_EMAIL_COUNTS);
+    // An older row of which the rollup knew nothing: its hour gets a row.
+    await db('deliveries').insert({ user_id: c.id, single_send_id: send, email: 'old@example.com', status: 'sent', attempts: 1, created_at: '2026-01-05T10:20:00Z' });
+
+    await rollups.down(db);
+    await rollups.up(db);
+
+    expect(await queuedHours()).toEqual([hours[0], { owner_type: 'single_send', owner_id: send, hour: '2026-01-05T10:00:00.000000Z', queued: 1 }, hours[1]]);
+    expect(await readEmailCounters(db, c.id, drip.emails)).toEqual(counted);
+  });
 });

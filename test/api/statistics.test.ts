@@ -1,9 +1,10 @@
 import { recordMessageEvents } from '../../src/events/record';
 import type { MessageEvent } from '../../src/events/types';
-import { readCounters, readLinks, readSeries, readTotals, type EventCounts } from '../../src/statistics';
+import { countQueued, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, readTotals, type Counts, type EventCounts } from '../../src/statistics';
 import { SendStatus } from '../../src/states';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
+import { DRIP_EMAIL_COUNTS, makeDrip, recordDripFacts, type Drip } from '../helpers/drip';
 import { makeContactType, makeGroup, makeSendRow } from '../helpers/fixtures';
 import { createAutomation } from '../helpers/sends';
 
@@ -52,6 +53,9 @@ const SEND_ONE: EventCounts = {
 };
 const SEND_TWO: EventCounts = { ...ZERO, delivered: 1, bounces: 1, bounced_soft: 1 };
 const AUTOMATION: EventCounts = { ...ZERO, delivered: 1, dropped: 1 };
+
+/** The rollup's hours keep every counter; `triggered` (rows queued) is none of these events'. */
+const hours = (c: EventCounts): Counts => ({ triggered: 0, ...c });
 
 function add(...all: EventCounts[]): EventCounts {
   const out = { ...ZERO };
@@ -121,14 +125,14 @@ describe('an owner’s counters and links', () => {
 
 describe('an account’s hours added up', () => {
   it('keeps every event counter per owner and hour, equal to the owner’s own counters', async () => {
-    expect(await readTotals(db, a.id, { owner: { kind: 'single_send', id: send.one } })).toEqual(SEND_ONE);
-    expect(await readTotals(db, a.id, { owner: { kind: 'automation', id: automation } })).toEqual(AUTOMATION);
+    expect(await readTotals(db, a.id, { owner: { kind: 'single_send', id: send.one } })).toEqual(hours(SEND_ONE));
+    expect(await readTotals(db, a.id, { owner: { kind: 'automation', id: automation } })).toEqual(hours(AUTOMATION));
   });
 
   it('adds up every owner of the account, or of one kind; never another account’s', async () => {
-    expect(await readTotals(db, a.id)).toEqual(add(SEND_ONE, SEND_TWO, AUTOMATION));
-    expect(await readTotals(db, a.id, { kind: 'single_send' })).toEqual(add(SEND_ONE, SEND_TWO));
-    expect(await readTotals(db, b.id)).toEqual({ ...ZERO, delivered: 1 });
+    expect(await readTotals(db, a.id)).toEqual(hours(add(SEND_ONE, SEND_TWO, AUTOMATION)));
+    expect(await readTotals(db, a.id, { kind: 'single_send' })).toEqual(hours(add(SEND_ONE, SEND_TWO)));
+    expect(await readTotals(db, b.id)).toEqual(hours({ ...ZERO, delivered: 1 }));
   });
 
   describe('over a window', () => {
@@ -141,31 +145,31 @@ describe('an account’s hours added up', () => {
     });
 
     it('takes the hours from since (inclusive) to until (exclusive); a bound inside an hour takes that hour in', async () => {
-      expect(await readTotals(db, a.id, { since: '2026-01-02T00:00:00Z', until: '2026-01-03T00:00:00Z' })).toEqual(add(SEND_TWO, AUTOMATION));
-      expect(await readTotals(db, a.id, { since: new Date('2026-01-02T03:30:00Z') })).toEqual(add(SEND_TWO, AUTOMATION));
-      expect(await readTotals(db, a.id, { until: '2026-01-02T12:00:00Z' })).toEqual(add(SEND_ONE, SEND_TWO));
-      expect(await readTotals(db, a.id, { since: '2026-02-01T00:00:00Z' })).toEqual(ZERO);
+      expect(await readTotals(db, a.id, { since: '2026-01-02T00:00:00Z', until: '2026-01-03T00:00:00Z' })).toEqual(hours(add(SEND_TWO, AUTOMATION)));
+      expect(await readTotals(db, a.id, { since: new Date('2026-01-02T03:30:00Z') })).toEqual(hours(add(SEND_TWO, AUTOMATION)));
+      expect(await readTotals(db, a.id, { until: '2026-01-02T12:00:00Z' })).toEqual(hours(add(SEND_ONE, SEND_TWO)));
+      expect(await readTotals(db, a.id, { since: '2026-02-01T00:00:00Z' })).toEqual(hours(ZERO));
     });
 
     it('gives a series per day of UTC or of another time zone, each day at its midnight there', async () => {
       expect(await readSeries(db, a.id, { bucket: 'day' })).toEqual([
-        { at: '2026-01-01T00:00:00.000000Z', ...SEND_ONE },
-        { at: '2026-01-02T00:00:00.000000Z', ...add(SEND_TWO, AUTOMATION) },
+        { at: '2026-01-01T00:00:00.000000Z', ...hours(SEND_ONE) },
+        { at: '2026-01-02T00:00:00.000000Z', ...hours(add(SEND_TWO, AUTOMATION)) },
       ]);
       // 03:00 UTC on 2 January is still 1 January in New York (UTC−5).
       expect(await readSeries(db, a.id, { bucket: 'day', timeZone: 'America/New_York' })).toEqual([
-        { at: '2026-01-01T05:00:00.000000Z', ...add(SEND_ONE, SEND_TWO) },
-        { at: '2026-01-02T05:00:00.000000Z', ...AUTOMATION },
+        { at: '2026-01-01T05:00:00.000000Z', ...hours(add(SEND_ONE, SEND_TWO)) },
+        { at: '2026-01-02T05:00:00.000000Z', ...hours(AUTOMATION) },
       ]);
     });
 
     it('gives a series per hour, of one owner or within a window', async () => {
       expect(await readSeries(db, a.id, { bucket: 'hour', owner: { kind: 'single_send', id: send.two } })).toEqual([
-        { at: '2026-01-02T03:00:00.000000Z', ...SEND_TWO },
+        { at: '2026-01-02T03:00:00.000000Z', ...hours(SEND_TWO) },
       ]);
       expect(await readSeries(db, a.id, { bucket: 'hour', since: '2026-01-02T00:00:00Z' })).toEqual([
-        { at: '2026-01-02T03:00:00.000000Z', ...SEND_TWO },
-        { at: '2026-01-02T12:00:00.000000Z', ...AUTOMATION },
+        { at: '2026-01-02T03:00:00.000000Z', ...hours(SEND_TWO) },
+        { at: '2026-01-02T12:00:00.000000Z', ...hours(AUTOMATION) },
       ]);
     });
   });
@@ -177,5 +181,68 @@ describe('GET /single/send/stats timeline', () => {
     const res = await api(app, a).get(`/single/send/stats?utr=${sendUtr}`);
     expectSuccess(res);
     expect(res.body.message.timeline).toEqual([{ hour: '2026-01-01T12:00:00.000000Z', delivered: 3, opens: 3, clicks: 2, unsubscribes: 1 }]);
+  });
+});
+
+describe('rows queued and each automation email’s own counters', () => {
+  let c: TestAccount;
+  let sendId: number;
+  let drip: Drip;
+
+  beforeAll(async () => {
+    c = await makeAccount(db);
+    ({ id: sendId } = await makeSendRow(db, c, { name: 'Queued', status: SendStatus.Completed }));
+    drip = await makeDrip(db, c);
+  });
+
+  it('counts the rows queued in this hour of their owner, and of their email', async () => {
+    await db.transaction((trx) =>
+      countQueued(trx, [
+        { userId: c.id, source: { kind: 'single_send', singleSendId: sendId }, n: 5 },
+        { userId: c.id, source: { kind: 'single_send', singleSendId: sendId }, n: 0 },
+      ]),
+    );
+    expect(await readTotals(db, c.id, { owner: { kind: 'single_send', id: sendId } })).toEqual({ ...hours(ZERO), triggered: 5 });
+    expect(await readTotals(db, c.id, { kind: 'automation' })).toEqual({ ...hours(ZERO), triggered: 4 });
+    const series = await readSeries(db, c.id, { bucket: 'hour' });
+    expect(series).toHaveLength(1);
+    expect(series[0].triggered).toBe(9);
+    const perEmail = await readEmailCounters(db, c.id, [...drip.emails, 999_999_999]);
+    expect([...perEmail.keys()].sort()).toEqual([...drip.emails].sort());
+    expect(perEmail.get(drip.emails[0])).toMatchObject({ triggered: 3, delivered: 0, opens: 0 });
+    expect(perEmail.get(drip.emails[1])).toMatchObject({ triggered: 1, delivered: 0 });
+    expect((await readEmailCounters(db, b.id, drip.emails)).size).toBe(0);
+  });
+
+  it('moves each email’s counters with its messages’ events, as the automation’s', async () => {
+    await recordDripFacts(db, c, drip);
+    const perEmail = await readEmailCounters(db, c.id, drip.emails);
+    expect(drip.emails.map((id) => perEmail.get(id))).toEqual(DRIP_EMAIL_COUNTS);
+    // The emails add up to their automation, but for what has no email (the dropped message).
+    const whole = (await readCounters(db, c.id, 'automation', [drip.automation])).get(drip.automation)!;
+    expect(whole).toMatchObject({ delivered: 3, unique_opens: 2, opens: 3, bounces: 1, unsubscribes: 1, unique_clicks: 1, total_clicks: 3, complaints: 1, dropped: 1 });
+  });
+
+  it('adds up single sends by the day they went out, in a time zone, from a day on; deleted ones too', async () => {
+    const at = async (name: string, sentAt: string | null, counts: Record<string, number>, deleted = false) => {
+      const { id } = await makeSendRow(db, c, { name, status: SendStatus.Completed });
+      await db('single_sends').where({ id }).update({ sent_at: sentAt, deleted_at: deleted ? db.fn.now() : null, ...counts });
+    };
+    await db('single_sends').where({ user_id: c.id }).update({ sent_at: '2025-06-01T00:00:00Z' });
+    await at('Early', '2026-03-01T03:00:00Z', { triggered: 10, delivered: 9, complaints: 1 });
+    await at('Late', '2026-03-01T20:00:00Z', { triggered: 5, delivered: 5, unique_opens: 2 }, true);
+    await at('Next', '2026-03-02T10:00:00Z', { triggered: 1, bounces: 1, bounced_hard: 1 });
+    await at('Draft', null, { triggered: 0 });
+    const send = (counts: Partial<Counts>): Counts => ({ ...hours(ZERO), ...counts });
+    expect(await readSentByDay(db, c.id, { since: '2026-03-01T00:00:00Z' })).toEqual([
+      { at: '2026-03-01T00:00:00.000000Z', ...send({ triggered: 15, delivered: 14, unique_opens: 2, complaints: 1 }) },
+      { at: '2026-03-02T00:00:00.000000Z', ...send({ triggered: 1, bounces: 1, bounced_hard: 1 }) },
+    ]);
+    // 03:00 UTC on 1 March is still 28 February in New York; from its midnight there (05:00 UTC) it is out.
+    expect(await readSentByDay(db, c.id, { since: '2026-03-01T05:00:00Z', timeZone: 'America/New_York' })).toEqual([
+      { at: '2026-03-01T05:00:00.000000Z', ...send({ triggered: 5, delivered: 5, unique_opens: 2 }) },
+      { at: '2026-03-02T05:00:00.000000Z', ...send({ triggered: 1, bounces: 1, bounced_hard: 1 }) },
+    ]);
+    expect(await readSentByDay(db, b.id, { since: '2026-03-01T00:00:00Z' })).toEqual([]);
   });
 });

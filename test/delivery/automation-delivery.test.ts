@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { readTotals } from '../../src/statistics';
 import { api, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType } from '../helpers/fixtures';
@@ -149,6 +150,19 @@ describe('a welcome automation', () => {
     // …without a second welcome: the recipient row of that email and address already exists.
     await canary();
     expect(received('new@example.com')).toHaveLength(2);
+  });
+
+  it('each email counts what the engine queued and what its messages did (GET /reports/automation)', async () => {
+    const report = async () => (await api(app, a).get(`/reports/automation?utr=${utr}`)).body.message.emails as Array<{ subject: string; triggered: number; delivered: number }>;
+    await waitFor('both emails counted delivered', async () => (await report()).every((e) => e.delivered === 1));
+    // The replayed step queued nothing new, so nothing more is counted.
+    expect((await report()).map((e) => [e.subject, e.triggered, e.delivered])).toEqual([
+      ['Welcome', 1, 1],
+      ['Day two', 1, 1],
+    ]);
+    const { id } = await db('automations').where({ utr }).first('id');
+    // The automation's hours count the same (the rollup the overview adds up).
+    expect(await readTotals(db, a.id, { owner: { kind: 'automation', id } })).toMatchObject({ triggered: 2, delivered: 2 });
   });
 });
 

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { ParsedMail } from 'mailparser';
 import { eventRecord } from '../../src/resources/notifications/notifications.schemas';
+import { readTotals } from '../../src/statistics';
 import { api, expectShape, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeGroup } from '../helpers/fixtures';
@@ -119,6 +120,9 @@ describe('a single send, delivered through a real SMTP server', () => {
     const s = await details(utr);
     expect(s).toMatchObject({ status: 3, triggered: 2, delivered: 2, bounces: 0, unique_opens: 0, unsubscribes: 0 });
     expect(s.sent_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    // Its hours count the same: fan-out counts the rows it queued there too (the rollup an account's window adds up).
+    const { id } = await db('single_sends').where({ utr }).first('id');
+    expect(await readTotals(db, a.id, { owner: { kind: 'single_send', id } })).toMatchObject({ triggered: 2, delivered: 2 });
   });
 
   it('counts opens: total per load, unique once per recipient; unknown tokens still get the GIF', async () => {

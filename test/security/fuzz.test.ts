@@ -77,8 +77,10 @@ function idsFor(op: Operation, name: string, w: World): Array<string | number> {
   switch (name) {
     case 'utr':
       if (p.startsWith('/automations/schedule/delete')) return [w.scheduleUtr];
-      if (p.startsWith('/automations')) return [w.automationUtr];
+      if (p.startsWith('/automations') || p.startsWith('/reports/automation')) return [w.automationUtr];
       return [w.singleSendUtr];
+    case 'event_id':
+      return [w.bounceEventId];
     case 'segment_id':
       return [w.segmentId];
     case 'segment_recipient_id':

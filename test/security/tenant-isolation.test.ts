@@ -328,6 +328,8 @@ const MATRIX: Record<string, Case[]> = {
   'POST /sender/dns/check': [idCase('sender_id', (h, t) => h.form(q('/sender/dns/check', { sender_id: t.senderId }), {}))],
   'POST /sender/dns/rotate': [idCase('sender_id', (h, t) => h.form(q('/sender/dns/rotate', { sender_id: t.senderId }), {}))],
   'GET /suppressions/message': [idCase('id', (h, t) => h.get(q('/suppressions/message', { id: t.suppressionId })))],
+  'GET /reports/automation': [idCase('utr', (h, t) => h.get(q('/reports/automation', { utr: t.automationUtr })))],
+  'GET /reports/kept-report': [idCase('event_id', (h, t) => h.get(q('/reports/kept-report', { event_id: t.bounceEventId })))],
 };
 
 const ops = operations();
@@ -438,6 +440,7 @@ describe("lists and reads with B's keys never show A's records", () => {
 
 /** Reads whose answer, for the owner, contains the owner's records (hence its marker). */
 const OWN_DATA_VISIBLE = new Set([
+  'GET /reports/overview',
   'GET /global-unsubscribes',
   'GET /segment/list',
   'GET /unsubscribes-groups',

@@ -31,6 +31,8 @@ export interface World {
   singleSendId: number;
   automationUtr: string;
   automationId: number;
+  /** A `bounced` event whose report is kept. */
+  bounceEventId: number;
   scheduleUtr: string;
   importId: number;
   webhookId: number;
@@ -202,9 +204,16 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
   const [suppression] = await db('suppressions')
     .insert({ user_id: a.id, email: `${marker}-gone@example.com`, type: 'bounce', reason: 'hard bounce', diagnostic: 'user unknown', source: 'dsn', report_id: report.id })
     .returning('id');
+  // An import that failed: the overview warns of it, by its file's name (GET /reports/overview).
+  await db('contact_imports').insert({ user_id: a.id, contact_type_id: otherContactTypeId, file_name: `${marker}-broken.csv`, status: 'failed', error: 'not UTF-8', finished_at: db.fn.now() });
+  // …and the event the bounce was recorded as (GET /reports/kept-report names the report by it).
+  const [bounceEvent] = await db('events')
+    .insert({ user_id: a.id, type: 'bounced', email: `${marker}-gone@example.com`, delivery_id: 1, data: JSON.stringify({ kind: 'hard', status: '5.1.1', diagnostic: 'user unknown', source: 'dsn' }) })
+    .returning('id');
 
   return {
     suppressionId: Number(suppression.id),
+    bounceEventId: Number(bounceEvent.id),
     account: a,
     marker,
     countryId: gb.id,

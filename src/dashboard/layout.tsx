@@ -1,0 +1,135 @@
+import type { ComponentChildren } from 'preact';
+import { VERSION } from '../paths';
+
+/**
+ * The frame of every dashboard page. Pages are rendered on the server with preact's
+ * renderer, which writes every value as text (escaped); nothing here takes raw HTML. The
+ * scripts are files of the package (no inline script: the CSP allows only 'self').
+ */
+export const NAV = [
+  { key: 'overview', href: '/app', label: 'Overview' },
+  { key: 'automations', href: '/app/automations', label: 'Automations' },
+  { key: 'contacts', href: '/app/contacts', label: 'Contacts' },
+  { key: 'deliverability', href: '/app/deliverability', label: 'Deliverability' },
+  { key: 'webhooks', href: '/app/webhooks', label: 'Webhooks' },
+] as const;
+export type NavKey = (typeof NAV)[number]['key'];
+
+const asset = (name: string) => `/app/assets/${name}?v=${VERSION}`;
+
+interface LayoutProps {
+  title: string;
+  /** Signed in: the navigation, the sign-out button and the CSRF token for scripts. */
+  csrf?: string;
+  active?: NavKey;
+  /** Pages with charts load Chart.js. */
+  charts?: boolean;
+  children: ComponentChildren;
+}
+
+export function Layout({ title, csrf, active, charts, children }: LayoutProps) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charSet="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <meta name="color-scheme" content="light dark" />
+        {csrf ? <meta name="csrf-token" content={csrf} /> : null}
+        <title>{`${title} · Herald`}</title>
+        <link rel="icon" href={asset('icon.svg')} type="image/svg+xml" />
+        <link rel="stylesheet" href={asset('app.css')} />
+        {charts ? <script src={asset('vendor/chart.umd.min.js')} defer /> : null}
+        <script type="module" src={asset('app.js')} />
+      </head>
+      <body>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <a class="brand" href="/app">
+            Herald
+          </a>
+          {csrf ? (
+            <>
+              <nav aria-label="Dashboard">
+                <ul>
+                  {NAV.map((n) => (
+                    <li key={n.key}>
+                      <a href={n.href} aria-current={n.key === active ? 'page' : undefined}>
+                        {n.label}
+                      </a>
+                    </li>
+                  ))}
+                </ul>
+              </nav>
+              <form method="post" action="/app/sign-out" class="sign-out">
+                <input type="hidden" name="_csrf" value={csrf} />
+                <button type="submit">Sign out</button>
+              </form>
+            </>
+          ) : null}
+        </header>
+        <main id="main" tabIndex={-1}>
+          {children}
+        </main>
+      </body>
+    </html>
+  );
+}
+
+/** A CSRF field for a form of a signed-in page. */
+export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="_csrf" value={token} />;
+
+/**
+ * An action: a one-button form that POSTs (with the CSRF token) to `action`. `label` is what the
+ * button says, `name` what it acts on (its accessible name: the label, then the name).
+ */
+export function PostButton({ action, csrf, label, name, fields = {} }: { action: string; csrf: string; label: string; name: string; fields?: Record<string, string> }) {
+  return (
+    <form method="post" action={action} class="inline">
+      <Csrf token={csrf} />
+      {Object.entries(fields).map(([k, v]) => (
+        <input type="hidden" name={k} value={v} />
+      ))}
+      <button type="submit" aria-label={`${label}: ${name}`}>
+        {label}
+      </button>
+    </form>
+  );
+}
+
+export function SignInPage({ token, error, notice }: { token: string; error?: string; notice?: string }) {
+  return (
+    <Layout title="Sign in">
+      <section class="card narrow">
+        <h1>Sign in</h1>
+        <p class="muted">With your account’s PublicKey and SecretKey, the pair the API takes.</p>
+        {notice ? <p class="notice" role="status">{notice}</p> : null}
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <form method="post" action="/app/sign-in" class="stack">
+          <input type="hidden" name="_csrf" value={token} />
+          <label for="public_key">PublicKey</label>
+          <input id="public_key" name="public_key" type="text" autoComplete="username" spellcheck={false} required />
+          <label for="secret_key">SecretKey</label>
+          <input id="secret_key" name="secret_key" type="password" autoComplete="current-password" required />
+          <button type="submit">Sign in</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}
+
+/** A page that only says something: not found, refused, an action's answer. */
+export function MessagePage({ title, csrf, active, children }: { title: string; csrf?: string; active?: NavKey; children: ComponentChildren }) {
+  return (
+    <Layout title={title} csrf={csrf} active={active}>
+      <h1>{title}</h1>
+      {children}
+    </Layout>
+  );
+}

@@ -1,0 +1,140 @@
+import type { Request, Response } from 'express';
+import { COMPLAINT_LIMIT, COMPLAINT_WARNING, lastChecks, overview } from '../../resources/reports/reports.service';
+import { checkSenderRecords, senderRecords } from '../../resources/senders/sender-dns.service';
+import { listSenders } from '../../resources/senders/senders.service';
+import { deleteSuppressions, listSuppressions } from '../../resources/suppressions/suppressions.service';
+import { SUPPRESSION_TYPES } from '../../resources/suppressions/suppressions.schemas';
+import { Chart, Section, Table } from '../components';
+import { count, dayLabel, when } from '../format';
+import { Layout, PostButton } from '../layout';
+import { sendPage, type PageContext } from '../respond';
+import { OVERVIEW_DAYS } from './overview';
+
+/**
+ * Senders with the DNS records to publish (GET /sender/dns) and "check now" (POST
+ * /sender/dns/check), suppressions (GET /suppressions/list, lift one), and the bounce and
+ * complaint trends of the overview's days (GET /reports/overview).
+ */
+const SUPPRESSIONS_PER_PAGE = 50;
+type SuppressionRow = { id: number; email: string; type: string; reason: string; diagnostic: string; source: string; created_at: string };
+
+const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 100_000) / 1000 : null);
+
+export async function deliverabilityPage(req: Request, res: Response, p: PageContext): Promise<void> {
+  const type = typeof req.query.type === 'string' && (SUPPRESSION_TYPES as readonly string[]).includes(req.query.type) ? (req.query.type as (typeof SUPPRESSION_TYPES)[number]) : undefined;
+  const pageNo = typeof req.query.page === 'string' && /^\d{1,6}$/.test(req.query.page) && Number(req.query.page) > 0 ? Number(req.query.page) : 1;
+  const config = p.deps.config;
+  const [senders, suppressions, o] = await Promise.all([
+    listSenders(p.ctx),
+    listSuppressions(p.ctx, { type }, { page: pageNo, perPage: SUPPRESSIONS_PER_PAGE }),
+    overview(p.ctx, { days: OVERVIEW_DAYS, tz: p.tz }),
+  ]);
+  const rows = senders.rows as Array<{ id: number; from_email: string; from_name: string; is_verified: number }>;
+  const records = await Promise.all(rows.map((s) => senderRecords(p.ctx, config, s.id)));
+  const checked = await lastChecks(p.ctx, records.map((r) => r.domain));
+  const total = suppressions.pagination?.total ?? 0;
+  const query = (n: number) => `/app/deliverability?${type ? `type=${type}&` : ''}page=${n}#suppressions`;
+  sendPage(
+    res,
+    200,
+    <Layout title="Deliverability" csrf={p.session.csrf} active="deliverability" charts>
+      <h1>Deliverability</h1>
+      <Section title="Senders and their DNS records" id="senders">
+        {rows.length === 0 ? <p class="muted">No senders yet.</p> : null}
+        {rows.map((s, i) => (
+          <article class="sender" id={`sender-${s.id}`} aria-labelledby={`sender-${s.id}-h`}>
+            <h3 id={`sender-${s.id}-h`}>
+              {s.from_name} &lt;{s.from_email}&gt;
+            </h3>
+            <p class="muted">
+              {records[i].domain} · last checked {when(checked.get(records[i].domain) ?? null, p.tz)}
+            </p>
+            <Table
+              name={`records-${s.id}`}
+              caption={`Records to publish for ${records[i].domain}`}
+              rows={records[i].records}
+              empty="No records."
+              columns={[
+                { label: 'Purpose', cell: (r) => r.purpose.toUpperCase() },
+                { label: 'Type', cell: (r) => r.type },
+                { label: 'Host', cell: (r) => <span class="url">{r.host}</span> },
+                { label: 'Value', cell: (r) => <code class="url">{r.value}</code> },
+                { label: 'Status', cell: (r) => <span class={`status ${r.status}`}>{r.status}</span> },
+              ]}
+            />
+            <PostButton action={`/app/senders/${s.id}/check`} csrf={p.session.csrf} label="Check now" name={`the records of ${records[i].domain}`} />
+          </article>
+        ))}
+      </Section>
+      <Section title="Bounces and complaints" id="trends">
+        <Chart
+          id="chart-trends"
+          title="Bounce and complaint rates per day"
+          description={`the last ${o.days} days; complaint warning above ${COMPLAINT_WARNING * 100} %, limit ${COMPLAINT_LIMIT * 100} %`}
+          spec={{
+            kind: 'line',
+            percent: true,
+            labels: o.daily.map((d) => dayLabel(d.date)),
+            series: [
+              { label: 'Bounce rate', data: o.daily.map((d) => rate(d.bounces, d.delivered + d.bounces)), color: 1 },
+              { label: 'Complaint rate', data: o.daily.map((d) => rate(d.complaints, d.delivered)), color: 4 },
+              { label: '0.3 % complaint limit', data: o.daily.map(() => COMPLAINT_LIMIT * 100), color: 5, reference: true },
+            ],
+          }}
+        />
+        <p class="muted">
+          {count(o.totals.bounces)} bounces and {count(o.totals.complaints)} complaints in {o.days} days.
+        </p>
+      </Section>
+      <Section title="Suppressions" id="suppressions">
+        <form method="get" action="/app/deliverability#suppressions" class="row">
+          <label for="suppression-type">Type</label>
+          <select id="suppression-type" name="type">
+            <option value="" selected={!type}>
+              All
+            </option>
+            {SUPPRESSION_TYPES.map((t) => (
+              <option value={t} selected={t === type}>
+                {t}
+              </option>
+            ))}
+          </select>
+          <button type="submit">Filter</button>
+        </form>
+        <Table<SuppressionRow>
+          name="suppressions"
+          caption={`Suppressed addresses, newest first (${count(total)} in all)`}
+          rows={suppressions.rows as SuppressionRow[]}
+          empty="No suppressed addresses."
+          columns={[
+            { label: 'Address', cell: (x) => <span class="url">{x.email}</span> },
+            { label: 'Type', cell: (x) => x.type },
+            { label: 'Reason', cell: (x) => [x.reason, x.diagnostic].filter(Boolean).join(' · ') },
+            { label: 'Source', cell: (x) => x.source },
+            { label: 'Since', cell: (x) => <time dateTime={x.created_at}>{when(x.created_at, p.tz)}</time> },
+            {
+              label: 'Action',
+              cell: (x) => <PostButton action="/app/suppressions/lift" csrf={p.session.csrf} label="Lift" name={`the suppression of ${x.email}`} fields={{ email: x.email }} />,
+            },
+          ]}
+        />
+        <p class="pager">
+          {pageNo > 1 ? <a href={query(pageNo - 1)}>Previous</a> : null}{' '}
+          {pageNo * SUPPRESSIONS_PER_PAGE < total ? <a href={query(pageNo + 1)}>Next</a> : null}
+        </p>
+      </Section>
+    </Layout>,
+  );
+}
+
+export async function checkSenderAction(req: Request, res: Response, p: PageContext): Promise<void> {
+  const id = /^\d{1,9}$/.test(String(req.params.id)) ? Number(req.params.id) : 0;
+  await checkSenderRecords(p.ctx, p.deps.config, id);
+  res.redirect(303, `/app/deliverability#sender-${id}`);
+}
+
+export async function liftSuppressionAction(req: Request, res: Response, p: PageContext): Promise<void> {
+  const email = typeof req.body?.email === 'string' ? req.body.email.trim() : '';
+  if (email) await deleteSuppressions(p.ctx, [email]);
+  res.redirect(303, '/app/deliverability#suppressions');
+}

@@ -1,0 +1,181 @@
+import type { Request, Response } from 'express';
+import { listEvents } from '../../resources/events/events.service';
+import { eventsWithKeptReport, keptReport, ownerStats } from '../../resources/reports/reports.service';
+import { findByUtr } from '../../resources/single-sends/single-sends.service';
+import type { OwnerStats } from '../../resources/reports/reports.schemas';
+import { Chart, Metric, Metrics, Section, Table } from '../components';
+import { count, hourLabel, percent, share, when } from '../format';
+import { Layout, MessagePage } from '../layout';
+import { sendPage, type PageContext } from '../respond';
+
+/**
+ * A single send's report: the funnel, the hourly timeline, its links, its bounces and
+ * complaints — read through the services of GET /single/send/stats and GET /events.
+ */
+type Stats = OwnerStats['single_send'];
+type Problem = Awaited<ReturnType<typeof listEvents>>['events'][number];
+const PROBLEMS_PER_PAGE = 100;
+
+interface SendInfo {
+  utr: string;
+  single_send_name: string;
+  subject: string;
+  status: number;
+  sent_at: string | null;
+}
+
+const STATUS = ['Draft', 'Ready', 'Sending', 'Completed'];
+
+function Funnel({ s }: { s: Stats }) {
+  const recipients = s.triggered + s.dropped;
+  const steps = [
+    { name: 'recipients', label: 'Recipients', value: recipients },
+    { name: 'dropped', label: 'Dropped (suppressed)', value: s.dropped },
+    { name: 'delivered', label: 'Delivered', value: s.delivered },
+    { name: 'opened', label: 'Opened', value: s.unique_opens },
+    { name: 'clicked', label: 'Clicked (humans)', value: s.unique_clicks },
+  ];
+  return (
+    <ol class="funnel" aria-label="Funnel">
+      {steps.map((step) => (
+        <li>
+          <span class="step">{step.label}</span>
+          <span class="value" data-funnel={step.name}>
+            {count(step.value)}
+          </span>
+          <span class="share">{step.name === 'recipients' ? '' : percent(share(step.value, recipients))}</span>
+          <meter min={0} max={Math.max(recipients, 1)} value={step.value} aria-label={`${step.label}: ${count(step.value)} of ${count(recipients)}`} />
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function problemReason(e: Problem): string {
+  const d = e.data as { kind?: string; status?: string | null; diagnostic?: string; feedback_type?: string };
+  if (e.type === 'complained') return `Complaint${d.feedback_type ? ` (${d.feedback_type})` : ''}`;
+  return [d.kind ? `${d.kind} bounce` : 'bounce', d.status, d.diagnostic].filter(Boolean).join(' · ');
+}
+
+export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string }) {
+  return (
+    <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="overview" charts>
+      <h1>{send.single_send_name}</h1>
+      <p class="muted">
+        <span class="subject">{send.subject}</span> · {STATUS[send.status] ?? String(send.status)}
+        {send.sent_at ? (
+          <>
+            {' '}
+            · sent <time dateTime={send.sent_at}>{when(send.sent_at, tz)}</time>
+          </>
+        ) : null}
+      </p>
+      <Metrics label="Counters">
+        <Metric name="delivered" label="Delivered" value={count(s.delivered)} />
+        <Metric name="unique_opens" label="Unique opens" value={count(s.unique_opens)} />
+        <Metric name="total_opens" label="Opens" value={count(s.total_opens)} />
+        <Metric name="unique_clicks" label="Human clicks" value={count(s.unique_clicks)} />
+        <Metric name="total_clicks" label="Clicks" value={count(s.total_clicks)} note="bots included" />
+        <Metric name="bounces" label="Bounces" value={count(s.bounces)} note={`${count(s.bounced_hard)} hard, ${count(s.bounced_soft)} soft`} />
+        <Metric name="complaints" label="Complaints" value={count(s.complaints)} />
+        <Metric name="unsubscribes" label="Unsubscribes" value={count(s.unsubscribes)} />
+      </Metrics>
+      <Section title="Funnel" id="funnel">
+        <Funnel s={s} />
+      </Section>
+      {/*
+        A/B variations (issue 19) go here, between the funnel and the timeline: one section
+        with the variations side by side (intervals, probability of being best, the winner and,
+        while the send waits for a person, the button that picks one). Its data comes through
+        the same statistics service as the counters above.
+      */}
+      <Section title="Hour by hour" id="timeline">
+        <Chart
+          id="chart-timeline"
+          title="Delivered, opens, clicks and unsubscribes per hour"
+          description={`${s.timeline.length} hours with activity`}
+          spec={{
+            kind: 'bar',
+            labels: s.timeline.map((t) => hourLabel(t.hour, tz)),
+            series: [
+              { label: 'Delivered', data: s.timeline.map((t) => t.delivered), color: 1 },
+              { label: 'Opens', data: s.timeline.map((t) => t.opens), color: 2 },
+              { label: 'Clicks', data: s.timeline.map((t) => t.clicks), color: 3 },
+              { label: 'Unsubscribes', data: s.timeline.map((t) => t.unsubscribes), color: 4 },
+            ],
+          }}
+        />
+      </Section>
+      <Section title="Links" id="links">
+        <Table
+          name="links"
+          caption="Tracked links, in the order the design has them"
+          rows={s.links}
+          empty="No tracked links."
+          columns={[
+            { label: 'Link', cell: (l) => <span class="url">{l.url}</span> },
+            { label: 'Unique clicks', numeric: true, cell: (l) => count(l.unique_clicks) },
+            { label: 'Total clicks', numeric: true, cell: (l) => count(l.total_clicks) },
+          ]}
+        />
+      </Section>
+      <Section title="Bounces and complaints" id="problems">
+        <Table
+          name="problems"
+          caption="Bounces and complaints, oldest first"
+          rows={problems}
+          empty="No bounces or complaints."
+          columns={[
+            { label: 'When', cell: (e) => <time dateTime={e.occurred_at}>{when(e.occurred_at, tz)}</time> },
+            { label: 'Address', cell: (e) => e.email },
+            { label: 'Reason', cell: (e) => problemReason(e) },
+            {
+              label: 'Report',
+              cell: (e) =>
+                kept.has(String(e.id)) ? (
+                  <a href={`/app/sends/${send.utr}/reports/${e.id}`}>View the report</a>
+                ) : (
+                  <span class="muted">{(e.data as { source?: string }).source === 'smtp' ? 'refused while sending' : 'not kept'}</span>
+                ),
+            },
+          ]}
+        />
+        {nextCursor ? (
+          <p>
+            <a href={`/app/sends/${send.utr}?after=${nextCursor}#problems`}>Next {PROBLEMS_PER_PAGE}</a>
+          </p>
+        ) : null}
+      </Section>
+    </Layout>
+  );
+}
+
+export async function sendReportPage(req: Request, res: Response, p: PageContext): Promise<void> {
+  const utr = String(req.params.utr);
+  const s = await ownerStats(p.ctx, 'single_send', utr);
+  const row = await findByUtr(p.ctx, utr);
+  const after = typeof req.query.after === 'string' && /^\d{1,18}$/.test(req.query.after) ? req.query.after : undefined;
+  const problems = await listEvents(p.ctx, { single_send_utr: utr, type: ['bounced', 'complained'], limit: PROBLEMS_PER_PAGE, cursor: after });
+  const kept = await eventsWithKeptReport(p.ctx, problems.events.map((e) => e.id));
+  const send: SendInfo = { utr: row.utr, single_send_name: row.single_send_name, subject: row.subject, status: row.status, sent_at: (row as { sent_at?: string | null }).sent_at ?? null };
+  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} />);
+}
+
+/** The report a bounce or complaint came in, as received (GET /reports/kept-report). */
+export async function keptReportPage(req: Request, res: Response, p: PageContext): Promise<void> {
+  const utr = String(req.params.utr);
+  await findByUtr(p.ctx, utr);
+  const { raw } = await keptReport(p.ctx, String(req.params.eventId));
+  sendPage(
+    res,
+    200,
+    <MessagePage title="The report as received" csrf={p.session.csrf} active="overview">
+      <p>
+        <a href={`/app/sends/${utr}#problems`}>Back to the send’s report</a>
+      </p>
+      <pre class="raw" tabIndex={0}>
+        {raw}
+      </pre>
+    </MessagePage>,
+  );
+}

@@ -1,0 +1,93 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { VNode } from 'preact';
+import { renderToString } from 'preact-render-to-string';
+import type { Ctx, Deps } from '../context';
+import { AppError } from '../http/errors';
+import { MessagePage, type NavKey } from './layout';
+import type { Session } from './session';
+
+/**
+ * How every dashboard page leaves: rendered by preact (values as text), with headers that keep
+ * scripts to the package's own files. No directive names another origin; no inline script,
+ * no eval, no inline style.
+ */
+export const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+export const PAGE_HEADERS = {
+  'Content-Security-Policy': CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+};
+
+export function sendPage(res: Response, status: number, page: VNode): void {
+  res
+    .status(status)
+    .set({ ...PAGE_HEADERS, 'Content-Type': 'text/html; charset=utf-8' })
+    .send(`<!doctype html>${renderToString(page)}`);
+}
+
+/** What a signed-in request carries (set by the session middleware in index.ts). */
+export interface PageContext {
+  session: Session;
+  ctx: Ctx;
+  /** The browser's time zone (its cookie), checked against PostgreSQL's list; UTC otherwise. */
+  tz: string;
+  deps: Deps;
+}
+
+export function pageContext(res: Response): PageContext {
+  return res.locals.page as PageContext;
+}
+
+const TITLES: Record<number, string> = { 404: 'Not found', 413: 'Too large', 422: 'Refused', 429: 'Too many requests', 503: 'Try again shortly' };
+
+/** An AppError's `errors` (a sentence, or fields → messages) as lines a person reads. */
+export function errorLines(errors: unknown): string[] {
+  if (typeof errors === 'string') return [errors];
+  if (errors && typeof errors === 'object') return Object.values(errors as Record<string, unknown>).flatMap((v) => (Array.isArray(v) ? v.map(String) : [String(v)]));
+  return ['Something went wrong.'];
+}
+
+/** A page handler whose failures become pages (a service's NF is this page's 404). */
+export function page(handler: (req: Request, res: Response, p: PageContext) => Promise<void>, active?: NavKey): RequestHandler {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const p = pageContext(res);
+    try {
+      await handler(req, res, p);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) {
+        next(err);
+        return;
+      }
+      if (res.headersSent) return;
+      res.set(err.headers);
+      sendPage(
+        res,
+        err.status,
+        <MessagePage title={TITLES[err.status] ?? 'Refused'} csrf={p.session.csrf} active={active}>
+          {err.status === 404 ? <p>There is nothing here, or it belongs to another account.</p> : null}
+          {err.status !== 404 ? (
+            <ul class="errors">
+              {errorLines(err.errors).map((line) => (
+                <li>{line}</li>
+              ))}
+            </ul>
+          ) : null}
+          <p>
+            <a href={active ? (active === 'overview' ? '/app' : `/app/${active}`) : '/app'}>Back</a>
+          </p>
+        </MessagePage>,
+      );
+    }
+  };
+}
