@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { distributeNewTable } from '../src/db/citus';
 import { owner, timestamps } from '../src/db/schema-helpers';
 
 /**
@@ -30,7 +31,6 @@ export async function up(knex: Knex): Promise<void> {
     owner(t);
     t.integer('single_send_id').notNullable();
     t.primary(['single_send_id', 'user_id']);
-    t.foreign(['single_send_id', 'user_id']).references(['id', 'user_id']).inTable('single_sends').onDelete('CASCADE');
     t.text('type').notNullable();
     t.smallint('test_percentage').notNullable();
     t.integer('duration_minutes').notNullable();
@@ -45,6 +45,11 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('test_done_at', { useTz: true, precision: 6 }).nullable();
     t.jsonb('result').nullable();
     timestamps(t, knex);
+  });
+  // On Citus, distributed before its foreign keys to other tenant tables (docs/scaling.md).
+  await distributeNewTable(knex, 'ab_tests');
+  await knex.schema.alterTable('ab_tests', (t) => {
+    t.foreign(['single_send_id', 'user_id']).references(['id', 'user_id']).inTable('single_sends').onDelete('CASCADE');
   });
   await knex.raw(`ALTER TABLE ab_tests
     ADD CONSTRAINT ab_tests_type_check CHECK (type IN ('subject', 'design', 'sender')),
@@ -64,20 +69,24 @@ export async function up(knex: Knex): Promise<void> {
     owner(t);
     t.primary(['id', 'user_id']);
     t.integer('single_send_id').notNullable();
-    t.foreign(['single_send_id', 'user_id']).references(['id', 'user_id']).inTable('single_sends').onDelete('CASCADE');
     t.smallint('idx').notNullable();
     t.string('subject', 255).nullable();
-    t.integer('template_id').nullable().references('id').inTable('templates');
+    t.integer('template_id').nullable();
     t.text('template_html').nullable();
     t.text('template_json').nullable();
     t.integer('sender_id').nullable();
-    t.foreign(['sender_id', 'user_id']).references(['id', 'user_id']).inTable('senders');
     t.string('from_sender', 255).nullable();
     t.string('reply_to', 255).nullable();
     t.string('sender_name', 255).nullable();
     t.text('sender_address').nullable();
     for (const c of COUNTERS) t.integer(c).notNullable().defaultTo(0);
     timestamps(t, knex);
+  });
+  await distributeNewTable(knex, 'single_send_variations');
+  await knex.schema.alterTable('single_send_variations', (t) => {
+    t.foreign(['single_send_id', 'user_id']).references(['id', 'user_id']).inTable('single_sends').onDelete('CASCADE');
+    t.foreign(['sender_id', 'user_id']).references(['id', 'user_id']).inTable('senders');
+    t.foreign('template_id').references('id').inTable('templates');
   });
   await knex.raw('ALTER TABLE single_send_variations ADD CONSTRAINT single_send_variations_idx_check CHECK (idx BETWEEN 0 AND 5)');
   await knex.raw('CREATE UNIQUE INDEX single_send_variations_send_idx ON single_send_variations (single_send_id, idx, user_id)');

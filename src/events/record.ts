@@ -41,7 +41,7 @@ export async function recordMessageEvents(trx: Knex.Transaction, events: Message
     events.map((e) => e.userId),
   );
   // A message of an A/B send says which variation it was (its index, A = 0), whatever its type.
-  const indexes = await variationIndexes(trx, events.flatMap((e) => (e.abVariationId ? [e.abVariationId] : [])));
+  const indexes = await variationIndexes(trx, events.flatMap((e) => (e.abVariationId ? [{ userId: e.userId, variationId: e.abVariationId }] : [])));
   await trx.raw(INSERT_SQL, [
     JSON.stringify(
       events.map((e) => ({

@@ -203,14 +203,18 @@ export async function findOwner(
 }
 
 /**
- * The index (0 for A … 5 for F) of each A/B variation among `ids`: what a variation's events carry
- * as `data.variation`. One indexed read per batch of events that has any.
+ * The index (0 for A … 5 for F) of each A/B variation named, by id: what a variation's events
+ * carry as `data.variation`. One indexed read per account of a batch of events that has any.
  */
-export async function variationIndexes(db: Knex, ids: Iterable<number>): Promise<Map<number, number>> {
-  const wanted = [...new Set(ids)];
-  if (wanted.length === 0) return new Map();
-  const rows = (await db('single_send_variations').whereIn('id', wanted).select('id', 'idx')) as Array<{ id: number; idx: number }>;
-  return new Map(rows.map((r) => [r.id, r.idx]));
+export async function variationIndexes(db: Knex, refs: Array<{ userId: number; variationId: number }>): Promise<Map<number, number>> {
+  const byAccount = new Map<number, Set<number>>();
+  for (const r of refs) byAccount.set(r.userId, (byAccount.get(r.userId) ?? new Set()).add(r.variationId));
+  const out = new Map<number, number>();
+  for (const [userId, ids] of byAccount) {
+    const rows = (await db('single_send_variations').where('user_id', userId).whereIn('id', [...ids]).select('id', 'idx')) as Array<{ id: number; idx: number }>;
+    for (const r of rows) out.set(r.id, r.idx);
+  }
+  return out;
 }
 
 /** The condition "this owner's events" on the `events` table (alias `alias`). */

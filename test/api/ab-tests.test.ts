@@ -119,8 +119,8 @@ describe('create with an A/B test', () => {
     });
     expectSuccess(res);
     const row = await db('single_send_variations as v')
-      .join('single_sends as s', 's.id', 'v.single_send_id')
-      .where('s.utr', res.body.message.utr)
+      .join('single_sends as s', (j) => j.on('s.id', 'v.single_send_id').andOn('s.user_id', 'v.user_id'))
+      .where({ 's.utr': res.body.message.utr, 's.user_id': a.id, 'v.user_id': a.id })
       .orderBy('v.idx')
       .select('v.idx', 'v.sender_id', 'v.from_sender', 'v.sender_name');
     expect(row).toEqual([
