@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'alarm', 'dns'],
   ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],

@@ -126,6 +126,7 @@ export const DeliveryStatus = {
   Failed: 'failed',
   Cancelled: 'cancelled',
   Dropped: 'dropped',
+  Held: 'held',
 } as const;
 export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
 
@@ -134,11 +135,14 @@ export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
  * an expired lease over); sending → sent, bounced (refused permanently), failed (after the
  * last retry), or queued again (a retry later, or a claim a stopping worker gives back). A
  * queued row of a deleted send or automation is cancelled. A recipient the suppression rule
- * refuses at fan-out is written dropped and never moves (src/suppression).
+ * refuses at fan-out is written dropped and never moves (src/suppression). A recipient of an
+ * A/B send is written held: the test group's rows are queued once the audience is complete, the
+ * rest when the winner is decided (src/ab), or cancelled with their send.
  */
 export const deliveryStatus = machine('delivery status', DeliveryStatus, {
-  initial: ['Queued', 'Dropped'],
+  initial: ['Queued', 'Dropped', 'Held'],
   moves: {
+    Held: ['Queued', 'Cancelled'],
     Queued: ['Sending', 'Cancelled'],
     Sending: ['Sending', 'Sent', 'Bounced', 'Failed', 'Queued'],
     Sent: [],
@@ -148,6 +152,26 @@ export const deliveryStatus = machine('delivery status', DeliveryStatus, {
     Dropped: [],
   },
 });
+
+// ── ab_tests.status: an A/B test of a single send (docs/decisions.md, "A/B tests") ──────────
+
+export const AbStatus = { Pending: 'pending', Testing: 'testing', Waiting: 'waiting', Decided: 'decided' } as const;
+export type AbStatus = ValueOf<typeof AbStatus>;
+
+/**
+ * Pending until its send starts; testing once the audience is written and the test group
+ * queued; then decided (a winner, by the evidence, by the inconclusive rule or by a person), or
+ * waiting for a person (manual criteria, or an inconclusive test told to wait), who decides. The
+ * API reports a decided test whose send has completed as `completed` (derived, not stored).
+ */
+export const abStatus = machine('A/B test status', AbStatus, {
+  initial: ['Pending'],
+  moves: { Pending: ['Testing'], Testing: ['Waiting', 'Decided'], Waiting: ['Decided'], Decided: [] },
+});
+
+/** deliveries.ab_phase: a recipient row of an A/B send is in its test group, or in the rest sent the winner. */
+export const AbPhase = { Test: 1, Winner: 2 } as const;
+export type AbPhase = ValueOf<typeof AbPhase>;
 
 // ── contact_imports.status ──────────────────────────────────────────────────────────────────
 

@@ -63,7 +63,7 @@ export const PREHEADER = 'Hi ((first_name)), here is what happened this month';
 export async function createSend(
   baseUrl: string,
   account: Account,
-  refs: { senderId: number; groupId: number; typeId: number; name: string; templateHtml?: string },
+  refs: { senderId: number; groupId: number; typeId: number; name: string; templateHtml?: string; fields?: Record<string, string | number> },
 ): Promise<{ utr: string; calledAt: number }> {
   const api = client(baseUrl, account);
   const calledAt = Date.now();
@@ -77,6 +77,7 @@ export async function createSend(
     recipient_id: [`contacts_${refs.typeId}`],
     schedule_type: 0,
     ...(refs.templateHtml === undefined ? {} : { template_html: refs.templateHtml }),
+    ...refs.fields,
   })) as { message: { utr: string } };
   return { utr: res.message.utr, calledAt };
 }

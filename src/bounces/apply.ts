@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Deps } from '../context';
 import { secret } from '../db/secrets';
 import { recordMessageEvents } from '../events/record';
+import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import type { MessageEvent, MessageRef } from '../events/types';
 import { lookupToken } from '../recipient-token';
 import { softBounceCounts, suppress, unsubscribeGlobally, type Suppression } from '../suppression';
@@ -31,14 +32,14 @@ export interface Outcome {
 /** The most of a report that is kept (bounce_reports has a CHECK of the same size). */
 export const MAX_KEPT_BYTES = 256 * 1024;
 
-interface Row {
+type Row = SourceRefColumns & {
   id: number;
   user_id: number;
-  single_send_id: number | null;
-  automation_id: number | null;
   email: string;
   token: string | null;
-}
+};
+
+const ROW_COLUMNS = ['id', 'user_id', ...SOURCE_REF_COLUMNS, 'email', 'token'].map((c) => `d.${c}`).join(', ');
 
 /** The token an outcome names: the VERP/metadata token itself, or the local part of Herald's Message-ID. */
 function tokenOf(match: Outcome['match']): string {
@@ -61,14 +62,9 @@ async function findRows(db: Knex, key: Buffer, outcomes: Outcome[]): Promise<Arr
   for (const k of keys) accounts.set(k.user_id, [...(accounts.get(k.user_id) ?? []), k.id]);
   const found = await Promise.all([
     ...[...accounts].map(([userId, ids]) =>
-      db.raw(
-        `SELECT id, user_id, single_send_id, automation_id, email, token FROM deliveries WHERE user_id = ? AND id = ANY (?::bigint[])`,
-        [userId, ids],
-      ),
+      db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.user_id = ? AND d.id = ANY (?::bigint[])`, [userId, ids]),
     ),
-    ...(legacy.length
-      ? [db.raw(`SELECT id, user_id, single_send_id, automation_id, email, token FROM deliveries WHERE token = ANY (?::text[])`, [legacy])]
-      : []),
+    ...(legacy.length ? [db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.token = ANY (?::text[])`, [legacy])] : []),
   ]);
   const rows = found.flatMap((r) => r.rows as Row[]);
   const byKey = new Map<string, Row>();
@@ -278,7 +274,7 @@ async function applyBatch(deps: Pick<Deps, 'db' | 'config' | 'logger'>, groups: 
     await recordMessageEvents(
       trx,
       applied.map(({ o, row }) =>
-        eventOf(o, { userId: row.user_id, deliveryId: row.id, singleSendId: row.single_send_id, automationId: row.automation_id, email: row.email }),
+        eventOf(o, { userId: row.user_id, deliveryId: row.id, ...sourceRef(row), email: row.email }),
       ),
     );
     await applyPolicy(trx, config, applied);

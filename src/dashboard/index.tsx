@@ -9,7 +9,7 @@ import { automationPage, automationsPage, setAutomationState } from './pages/aut
 import { contactPage, contactSearchPage, contactsPage } from './pages/contacts';
 import { checkSenderAction, deliverabilityPage, liftSuppressionAction } from './pages/deliverability';
 import { overviewPage } from './pages/overview';
-import { keptReportPage, sendReportPage } from './pages/send';
+import { keptReportPage, pickWinnerAction, sendReportPage } from './pages/send';
 import { testWebhookAction, webhookPage, webhooksPage } from './pages/webhooks';
 import { errorLines, page, PAGE_HEADERS, pageContext, sendPage, type PageContext } from './respond';
 import {
@@ -131,6 +131,7 @@ export function mountDashboard(app: Express, deps: Deps): void {
 
   r.get('/sends/:utr', signedIn, page(sendReportPage, 'overview'));
   r.get('/sends/:utr/reports/:eventId', signedIn, page(keptReportPage, 'overview'));
+  r.post('/sends/:utr/ab/winner', form, signedIn, requireCsrf, page(pickWinnerAction, 'overview'));
   r.get('/automations', signedIn, page(automationsPage, 'automations'));
   r.get('/automations/:utr', signedIn, page(automationPage, 'automations'));
   r.post('/automations/:utr/pause', form, signedIn, requireCsrf, page(setAutomationState('pause'), 'automations'));

@@ -273,7 +273,10 @@ export async function distributeNewTable(knex: Knex, table: string): Promise<voi
      WHERE partmethod = 'h' AND column_to_column_name(logicalrelid, partkey) = ? ORDER BY colocationid, logicalrelid LIMIT 1`,
     [DISTRIBUTION_COLUMN],
   );
-  const anchor = (r.rows as Array<{ anchor: string }>)[0]?.anchor ?? 'none';
+  const anchor = (r.rows as Array<{ anchor: string }>)[0]?.anchor;
+  // Nothing distributed yet (a new database's first migrations): the whole schema, this table
+  // included, is distributed once the migrations are done.
+  if (!anchor) return;
   await knex.raw('SELECT create_distributed_table(?, ?, colocate_with => ?)', [table, DISTRIBUTION_COLUMN, anchor]);
 }
 

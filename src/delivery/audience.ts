@@ -29,6 +29,8 @@ export interface FanoutTarget {
   groupId: number;
   sources: RecipientRef[];
   exclusions: RecipientRef[];
+  /** An A/B send's audience is written held: its test group is queued once it is complete (src/ab/split.ts). */
+  hold: boolean;
 }
 
 /** Where the fan-out stands: source index, last contact id written, hand-added done. */
@@ -130,7 +132,8 @@ async function chunkQuery(
  */
 const { sql: D } = deliveryStatus;
 
-function chunkSql(reason: string, filters: number, skipDuplicates: boolean): string {
+function chunkSql(reason: string, filters: number, skipDuplicates: boolean, hold: boolean): string {
+  const written = hold ? D.Held : D.Queued;
   return `WITH chunk AS MATERIALIZED (?),
      candidates AS (
        SELECT src.key, src.contact_id, src.email, src.data, ${reason} AS drop_reason
@@ -139,14 +142,14 @@ function chunkSql(reason: string, filters: number, skipDuplicates: boolean): str
      ),
      ins AS (
        INSERT INTO deliveries (user_id, single_send_id, contact_id, email, data, status, last_error)
-       SELECT ?, ?, c.contact_id, c.email, c.data, CASE WHEN c.drop_reason IS NULL THEN ${D.Queued} ELSE ${D.Dropped} END, c.drop_reason
+       SELECT ?, ?, c.contact_id, c.email, c.data, CASE WHEN c.drop_reason IS NULL THEN ${written} ELSE ${D.Dropped} END, c.drop_reason
        FROM candidates c
        ORDER BY c.key
        ${skipDuplicates ? 'ON CONFLICT (single_send_id, lower(email), user_id) WHERE single_send_id IS NOT NULL DO NOTHING' : ''}
        RETURNING id, email, status, last_error
      )
      SELECT (SELECT max(key) FROM chunk) AS last_key, (SELECT count(*) FROM chunk) AS n,
-            (SELECT count(*) FROM ins WHERE status = ${D.Queued}) AS inserted,
+            (SELECT count(*) FROM ins WHERE status = ${written}) AS inserted,
             (SELECT coalesce(json_agg(json_build_object('id', id, 'email', email, 'reason', last_error)), '[]'::json)
              FROM ins WHERE status = ${D.Dropped}) AS dropped`;
 }
@@ -183,7 +186,7 @@ export async function fanOutChunk(
   const filters = await exclusions(trx, t);
   const suppressed = suppressionJoins(trx, t.userId, t.groupId, 'src.email');
   const bindings = [chunk.q, suppressed.joins, ...filters, t.userId, t.singleSendId];
-  const write = (db: Knex, skipDuplicates: boolean) => db.raw(chunkSql(suppressed.reason, filters.length, skipDuplicates), bindings);
+  const write = (db: Knex, skipDuplicates: boolean) => db.raw(chunkSql(suppressed.reason, filters.length, skipDuplicates, t.hold), bindings);
   await trx.raw(CHUNK_SETTINGS);
   let result;
   if (cursor.source === 0 && chunk.keyset) {

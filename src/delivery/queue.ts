@@ -4,6 +4,7 @@ import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import { softBounceCounts, suppress, type Suppression } from '../suppression';
 import { fenceSql, type Fence } from '../jobs/fence';
+import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import { DeliveryStatus, deliveryStatus } from '../states';
 
 /**
@@ -26,6 +27,9 @@ export interface ClaimedRow {
   single_send_id: number | null;
   automation_id: number | null;
   automation_schedule_id: number | null;
+  /** An A/B send's recipient row: its variation and phase (src/ab); null on every other. */
+  ab_variation_id: number | null;
+  ab_phase: number | null;
   contact_id: number | null;
   email: string;
   /** The stored token of a row written before tokens were signed (null since). */
@@ -93,8 +97,8 @@ export const CLAIM_SQL = (limit: number, leaseMs: number) => {
       SET status = ${CLAIM.toSql}, attempts = d.attempts + 1,
           next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds'
       FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id
-      RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.contact_id, d.email, d.token,
-                d.attempts, d.data
+      RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.ab_variation_id, d.ab_phase,
+                d.contact_id, d.email, d.token, d.attempts, d.data
     )
     SELECT cl.*, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
            c.address_line2, c.state_province_region, c.postal_code, c.custom_fields
@@ -154,28 +158,20 @@ export const RECORD_OUTCOMES_SQL = `
   FROM json_to_recordset(?::json)
     AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz, code integer)
   WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}
-  RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.email, d.status, v.error, v.code`;
+  RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error, v.code`;
 
-interface Applied {
+type Applied = SourceRefColumns & {
   id: string | number;
   user_id: number;
-  single_send_id: number | null;
-  automation_id: number | null;
   email: string;
   status: Outcome['status'];
   error: string | null;
   code: number | null;
-}
+};
 
 /** What an applied outcome is as an event: SMTP accepted, will retry, or given up (5xx: hard; out of attempts: soft). */
 function outcomeEvent(row: Applied): MessageEvent {
-  const ref = {
-    userId: row.user_id,
-    deliveryId: Number(row.id),
-    singleSendId: row.single_send_id,
-    automationId: row.automation_id,
-    email: row.email,
-  };
+  const ref = { userId: row.user_id, deliveryId: Number(row.id), ...sourceRef(row), email: row.email };
   if (row.status === DeliveryStatus.Sent) return { ...ref, type: 'delivered' };
   const diagnostic = row.error ?? '';
   const data = { status: enhancedStatus(diagnostic), smtp_code: row.code, diagnostic, source: 'smtp' };

@@ -5,6 +5,7 @@ import type { RecipientRef } from '../resources/single-sends/single-sends.servic
 import { countQueued } from '../statistics';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
+import { startTestGroup } from '../ab/split';
 
 /**
  * Single sends through their states (src/states.ts): ready and due → running → audience
@@ -130,12 +131,14 @@ async function fanOutLocked(db: Knex, logger: Logger, id: number): Promise<numbe
 }
 
 async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): Promise<void> {
+  const abTest = await trx('ab_tests').where({ single_send_id: send.id, user_id: send.user_id }).first('status');
   const target = {
     userId: send.user_id,
     singleSendId: send.id,
     groupId: send.unsubscribe_group_id,
     sources: send.recipient_id,
     exclusions: send.exclude_specific_recipient_id,
+    hold: Boolean(abTest),
   };
   const cursor = send.fanout_cursor ?? { source: 0, after: 0 };
   const { next, inserted } = await fanOutChunk(trx, target, cursor, chunkSize(send.triggered));
@@ -153,7 +156,10 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
     });
   if (!updated) throw new SendGone();
   await countQueued(trx, [{ userId: send.user_id, source: { kind: 'single_send', singleSendId: send.id }, n: inserted }]);
-  if (done) logger.info({ singleSend: send.utr, triggered: send.triggered + inserted }, 'audience written');
+  if (!done) return;
+  // An A/B send's test group is taken from the complete audience, in the last chunk's transaction.
+  const testGroup = abTest ? await startTestGroup(trx, send) : undefined;
+  logger.info({ singleSend: send.utr, triggered: send.triggered + inserted, testGroup }, 'audience written');
 }
 
 /**
@@ -177,7 +183,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
         `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
          WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id
-                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
+                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}, ${deliveryStatus.sql.Held}))
          RETURNING s.*`,
         [c.id, c.user_id],
       );

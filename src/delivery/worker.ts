@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import { notifications } from '../events/notification-mail';
 import { purgeExpired } from '../events/retention';
 import { runDueJobs, type JobKind } from '../jobs/runner';
+import { abDecision, noticeFinishedTestGroups } from '../ab/decision';
 import { runWebhooks } from '../webhooks/dispatch';
 import { runAutomations } from './automation-engine';
 import { DesignCache } from './designs';
@@ -25,7 +26,7 @@ export interface WorkerDeps {
  * Kinds of job of the `jobs` table (src/jobs/kind.ts) the worker runs, each in a loop of its own
  * named after the kind. A new kind is added here.
  */
-const JOB_KINDS: ReadonlyArray<JobKind<unknown, WorkerDeps>> = [];
+const JOB_KINDS: ReadonlyArray<JobKind<unknown, WorkerDeps>> = [abDecision as JobKind<unknown, WorkerDeps>];
 
 /** One of the worker's loops: its rounds, and how long it naps when a round found nothing to do. */
 interface Loop {
@@ -125,6 +126,8 @@ export class Worker {
     // Each chunk of an audience can be sent as soon as it is written.
     busy += await fanOutSome(this.deps.db, this.deps.logger, () => this.wake('sending'));
     busy += await completeSends(this.deps);
+    // An A/B test group that finished sending: its decision is queued for the end of its duration.
+    busy += await noticeFinishedTestGroups(this.deps.db);
     if (busy) {
       // Rows may have become due (fan-out, automation steps): the sender need not wait its poll.
       this.wake('sending');

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from './types';
-import { ownerColumnsOf } from '../sources';
+import { ownerColumnsOf, variationIndexes } from '../sources';
 import { applyStatistics } from '../statistics';
 
 /**
@@ -27,10 +27,10 @@ export async function lockAccountEvents(trx: Knex.Transaction, userIds: Iterable
 
 /** Rows of one multi-row INSERT: a million-recipient send writes its events a batch at a time. */
 const INSERT_SQL = `
-  INSERT INTO events (user_id, type, email, single_send_id, automation_id, delivery_id, data)
-  SELECT user_id, type, lower(email), single_send_id, automation_id, delivery_id, coalesce(data, '{}'::jsonb)
+  INSERT INTO events (user_id, type, email, single_send_id, automation_id, ab_variation_id, delivery_id, data)
+  SELECT user_id, type, lower(email), single_send_id, automation_id, ab_variation_id, delivery_id, coalesce(data, '{}'::jsonb)
   FROM json_to_recordset(?::json)
-    AS v(user_id integer, type text, email text, single_send_id integer, automation_id integer, delivery_id bigint, data jsonb)`;
+    AS v(user_id integer, type text, email text, single_send_id integer, automation_id integer, ab_variation_id integer, delivery_id bigint, data jsonb)`;
 
 /** Records facts about messages (and updates the statistics they make), in the caller's transaction. */
 export async function recordMessageEvents(trx: Knex.Transaction, events: MessageEvent[]): Promise<void> {
@@ -40,6 +40,8 @@ export async function recordMessageEvents(trx: Knex.Transaction, events: Message
     trx,
     events.map((e) => e.userId),
   );
+  // A message of an A/B send says which variation it was (its index, A = 0), whatever its type.
+  const indexes = await variationIndexes(trx, events.flatMap((e) => (e.abVariationId ? [{ userId: e.userId, variationId: e.abVariationId }] : [])));
   await trx.raw(INSERT_SQL, [
     JSON.stringify(
       events.map((e) => ({
@@ -48,7 +50,7 @@ export async function recordMessageEvents(trx: Knex.Transaction, events: Message
         email: e.email,
         ...ownerColumnsOf(e),
         delivery_id: e.deliveryId,
-        data: e.data ?? {},
+        data: e.abVariationId && indexes.has(e.abVariationId) ? { ...e.data, variation: indexes.get(e.abVariationId) } : (e.data ?? {}),
       })),
     ),
   ]);

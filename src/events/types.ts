@@ -14,6 +14,7 @@ export const MESSAGE_EVENT_TYPES = [
 export const ACCOUNT_EVENT_TYPES = [
   'single_send.started',
   'single_send.completed',
+  'single_send.ab_decided',
   'automation.live',
   'automation.paused',
   'contacts.imported',

@@ -41,4 +41,5 @@ export const messages = {
   automationLive: 'Automation has been set live',
   automationPaused: 'Automation Paused Successfully',
   verificationSent: 'Verification Mail Send',
+  winnerSelected: 'Winner Selected Successfully',
 } as const;

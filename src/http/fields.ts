@@ -53,6 +53,18 @@ export const integer = (min = 0, max = MAX_INT) =>
       .max(max),
   );
 
+/** A number written as a decimal (`0.95`, `1`, `.5`, or a JSON number) in [min, max] (form strings accepted). */
+export const decimal = (min: number, max: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^[+-]?(\d+\.?\d*|\.\d+)$/.test(v.trim()) ? Number(v.trim()) : v),
+    z
+      .number({
+        error: (iss) => (iss.code === 'invalid_type' && iss.input !== undefined ? 'The :attribute must be a number.' : undefined),
+      })
+      .min(min)
+      .max(max),
+  );
+
 /** A record id: a positive 32-bit integer. */
 export const id = () => integer(1);
 

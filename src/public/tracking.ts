@@ -6,7 +6,7 @@ import { secret } from '../db/secrets';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
-import { OWNER_COLUMNS, ownsLink, sourceRef, type OwnerColumns } from '../sources';
+import { OWNER_COLUMNS, ownsLink, SOURCE_REF_COLUMNS, sourceRef, type OwnerColumns, type SourceRefColumns } from '../sources';
 import { lookupToken, readClickToken, type ClickRef, type RecipientRef } from '../recipient-token';
 import { pageErrors, sendPage } from './page';
 
@@ -53,7 +53,7 @@ interface Pending {
   fail: (err: unknown) => void;
 }
 
-type DeliveryRow = OwnerColumns & {
+type DeliveryRow = SourceRefColumns & {
   id: string;
   user_id: number;
   email: string;
@@ -107,7 +107,7 @@ export class TrackingRecorder {
   private async write(trx: Knex.Transaction, hits: Hit[]): Promise<boolean[]> {
     const ids = [...new Set(hits.map((h) => h.ref.deliveryId))].sort((a, b) => a - b);
     const { rows } = await trx.raw(
-      `SELECT id, user_id, ${OWNER_COLUMNS.join(', ')}, email, open_count,
+      `SELECT id, user_id, ${SOURCE_REF_COLUMNS.join(', ')}, email, open_count,
               extract(epoch FROM now() - sent_at)::float8 AS age
        FROM deliveries WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
       [ids],

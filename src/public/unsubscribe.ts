@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { recordMessageEvents } from '../events/record';
+import { SOURCE_REF_COLUMNS, sourceRef, type SourceRef } from '../sources';
 import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
@@ -17,8 +18,8 @@ export interface MessageContext {
   userId: number;
   email: string;
   groupId: number | null;
-  singleSendId: number | null;
-  automationId: number | null;
+  /** Whose message it was (its send or automation, and an A/B send's variation: src/sources). */
+  source: SourceRef;
   unsubscribedAt: string | null;
 }
 
@@ -35,8 +36,7 @@ export const resolveMessage: ContextResolver = async (db, token) => {
       'd.id',
       'd.user_id',
       'd.email',
-      'd.single_send_id',
-      'd.automation_id',
+      ...SOURCE_REF_COLUMNS.map((c) => `d.${c}`),
       'd.unsubscribed_at',
       db.raw('coalesce(s.unsubscribe_group_id, a.unsubscribe_group_id) AS group_id'),
     );
@@ -46,8 +46,7 @@ export const resolveMessage: ContextResolver = async (db, token) => {
     userId: row.user_id,
     email: row.email,
     groupId: row.group_id,
-    singleSendId: row.single_send_id,
-    automationId: row.automation_id,
+    source: sourceRef(row),
     unsubscribedAt: row.unsubscribed_at,
   };
 };
@@ -96,8 +95,7 @@ async function recordUnsubscribe(trx: Knex.Transaction, m: MessageContext, group
       type: 'unsubscribed',
       userId: m.userId,
       deliveryId: m.deliveryId,
-      singleSendId: m.singleSendId,
-      automationId: m.automationId,
+      ...m.source,
       email: m.email,
       data: { group_id: groupId },
     },

@@ -29,6 +29,8 @@ interface OwnerDef {
   counters: Record<Counter, string>;
   /** Whether it keeps an hourly timeline (`message_stats_hourly` rows of this `owner_type`). */
   timeline: boolean;
+  /** Whether the API names it by `utr` (its table then has a `utr` and a `deleted_at`). */
+  named: boolean;
 }
 
 /** Herald's own counters, named alike on every owner's table (migration 202611250300). */
@@ -61,6 +63,7 @@ export const OWNERS = {
       ...HERALD_COUNTERS,
     },
     timeline: true,
+    named: true,
   },
   automation: {
     table: 'automations',
@@ -75,11 +78,34 @@ export const OWNERS = {
       ...HERALD_COUNTERS,
     },
     timeline: true,
+    named: true,
+  },
+  /**
+   * One variation of an A/B send (src/ab): the counters of its test-phase messages only, so they
+   * are the test's evidence and stand still once the rest of the audience is sent the winner; the
+   * send's own counters stay the totals. The tracked links of a design test are its variations'.
+   */
+  ab_variation: {
+    table: 'single_send_variations',
+    column: 'ab_variation_id',
+    counters: {
+      triggered: 'triggered',
+      delivered: 'delivered',
+      unique_opens: 'unique_opens',
+      opens: 'total_opens',
+      bounces: 'bounces',
+      unsubscribes: 'unsubscribes',
+      ...HERALD_COUNTERS,
+    },
+    timeline: false,
+    named: false,
   },
 } as const satisfies Record<string, OwnerDef>;
 
 export type OwnerKind = keyof typeof OWNERS;
 export const OWNER_KINDS = Object.keys(OWNERS) as OwnerKind[];
+/** The owners the API names by utr: a single send, an automation. */
+export type NamedOwnerKind = { [K in OwnerKind]: (typeof OWNERS)[K]['named'] extends true ? K : never }[OwnerKind];
 
 export interface Owner {
   kind: OwnerKind;
@@ -90,20 +116,31 @@ export interface Owner {
 export type OwnerColumns = { [K in OwnerKind as (typeof OWNERS)[K]['column']]: number | null };
 export const OWNER_COLUMNS = OWNER_KINDS.map((k) => OWNERS[k].column);
 
-/** How an event's ref (MessageRef, src/events/types.ts) names its message's owner. */
+/**
+ * How an event's ref (MessageRef, src/events/types.ts) names its message's owner. A recipient
+ * row of an A/B send also names its variation and its phase (AbPhase: the test group, or the rest
+ * sent the winner); absent on every other message.
+ */
 export interface SourceRef {
   singleSendId: number | null;
   automationId: number | null;
+  abVariationId?: number | null;
+  abPhase?: number | null;
 }
 
-/** An event's ref, from the owner columns of the row it is about. */
-export function sourceRef(row: OwnerColumns): SourceRef {
-  return { singleSendId: row.single_send_id, automationId: row.automation_id };
+/** The columns of a recipient row (`deliveries`) that an event's ref is made from. */
+export type SourceRefColumns = OwnerColumns & { ab_phase: number | null };
+/** The same as SQL, for statements that read them (alias `d.`-free: prefix them yourself). */
+export const SOURCE_REF_COLUMNS = [...OWNER_COLUMNS, 'ab_phase'];
+
+/** An event's ref, from the columns of the recipient row it is about. */
+export function sourceRef(row: SourceRefColumns): SourceRef {
+  return { singleSendId: row.single_send_id, automationId: row.automation_id, abVariationId: row.ab_variation_id, abPhase: row.ab_phase };
 }
 
 /** The owner columns an event's row is written with. */
 export function ownerColumnsOf(ref: SourceRef): OwnerColumns {
-  return { single_send_id: ref.singleSendId, automation_id: ref.automationId };
+  return { single_send_id: ref.singleSendId, automation_id: ref.automationId, ab_variation_id: ref.abVariationId ?? null };
 }
 
 /** A message's owner: its single send, else its automation. */
@@ -113,13 +150,18 @@ export function ownerOf(ref: SourceRef): Owner | undefined {
   return undefined;
 }
 
+/** The A/B phase of a test group's message (AbPhase.Test in src/states.ts; this layer names it by value). */
+const TEST_PHASE = 1;
+
 /**
- * Every owner whose counters a message's events move: its owner today. An A/B variation's
- * message would move two, its send's (the totals) and its variation's.
+ * Every owner whose counters a message's events move: its owner (the totals), and, for a message
+ * of an A/B test group, its variation — the winner phase's messages move the send's only.
  */
 export function counterOwners(ref: SourceRef): Owner[] {
   const owner = ownerOf(ref);
-  return owner ? [owner] : [];
+  if (!owner) return [];
+  if (ref.abVariationId && ref.abPhase === TEST_PHASE) return [owner, { kind: 'ab_variation', id: ref.abVariationId }];
+  return [owner];
 }
 
 /** The owner columns of a row that belongs to `owner`. */
@@ -129,12 +171,17 @@ export function columnsOf(owner: Owner): OwnerColumns {
   return columns;
 }
 
-/** Whether a tracked link (by its owner columns) is one of a message's: its owner's. */
+/**
+ * Whether a tracked link (by its owner columns, exactly one set) is one of a message's: its
+ * owner's, or — a design test's links — its variation's.
+ */
 export function ownsLink(ref: SourceRef, link: OwnerColumns): boolean {
+  const mine: Owner[] = [];
   const owner = ownerOf(ref);
-  if (!owner) return false;
-  const mine = columnsOf(owner) as Record<string, number | null>;
-  return OWNER_COLUMNS.every((c) => (link as Record<string, number | null>)[c] === mine[c]);
+  if (owner) mine.push(owner);
+  if (ref.abVariationId) mine.push({ kind: 'ab_variation', id: ref.abVariationId });
+  const theirs = OWNER_KINDS.filter((k) => (link as Record<string, number | null>)[OWNERS[k].column] !== null);
+  return theirs.length === 1 && mine.some((o) => o.kind === theirs[0] && (link as Record<string, number | null>)[OWNERS[o.kind].column] === o.id);
 }
 
 /**
@@ -145,7 +192,7 @@ export function ownsLink(ref: SourceRef, link: OwnerColumns): boolean {
 export async function findOwner(
   db: Knex,
   userId: number,
-  kind: OwnerKind,
+  kind: NamedOwnerKind,
   utr: string,
   opts: { deleted?: boolean } = {},
 ): Promise<{ id: number; utr: string } | undefined> {
@@ -153,6 +200,21 @@ export async function findOwner(
   const q = db(OWNERS[kind].table).where({ user_id: userId, utr: utr.toLowerCase() }).first('id', 'utr');
   if (!opts.deleted) q.whereNull('deleted_at');
   return (await q) as { id: number; utr: string } | undefined;
+}
+
+/**
+ * The index (0 for A … 5 for F) of each A/B variation named, by id: what a variation's events
+ * carry as `data.variation`. One indexed read per account of a batch of events that has any.
+ */
+export async function variationIndexes(db: Knex, refs: Array<{ userId: number; variationId: number }>): Promise<Map<number, number>> {
+  const byAccount = new Map<number, Set<number>>();
+  for (const r of refs) byAccount.set(r.userId, (byAccount.get(r.userId) ?? new Set()).add(r.variationId));
+  const out = new Map<number, number>();
+  for (const [userId, ids] of byAccount) {
+    const rows = (await db('single_send_variations').where('user_id', userId).whereIn('id', [...ids]).select('id', 'idx')) as Array<{ id: number; idx: number }>;
+    for (const r of rows) out.set(r.id, r.idx);
+  }
+  return out;
 }
 
 /** The condition "this owner's events" on the `events` table (alias `alias`). */
@@ -165,12 +227,15 @@ export function eventsOf(owner: Owner, alias = 'e'): Record<string, number> {
 
 export type MessageSource =
   | { kind: 'single_send'; singleSendId: number }
-  | { kind: 'automation_email'; automationId: number; scheduleId: number };
+  | { kind: 'automation_email'; automationId: number; scheduleId: number }
+  /** One variation of an A/B send: the send with the variation's subject, design or sender over it. */
+  | { kind: 'ab_variation'; singleSendId: number; variationId: number };
 
 /** The columns of a recipient row (`deliveries`) that name its source. */
 export type SourceColumns = OwnerColumns & { automation_schedule_id: number | null };
 
 export function sourceOfRow(row: SourceColumns): MessageSource | undefined {
+  if (row.single_send_id && row.ab_variation_id) return { kind: 'ab_variation', singleSendId: row.single_send_id, variationId: row.ab_variation_id };
   if (row.single_send_id) return { kind: 'single_send', singleSendId: row.single_send_id };
   if (row.automation_id && row.automation_schedule_id) {
     return { kind: 'automation_email', automationId: row.automation_id, scheduleId: row.automation_schedule_id };
@@ -185,12 +250,16 @@ export function sourceKey(source: MessageSource): string {
       return `s:${source.singleSendId}`;
     case 'automation_email':
       return `a:${source.scheduleId}`;
+    case 'ab_variation':
+      return `v:${source.variationId}`;
   }
 }
 
+/** The owner a source's messages count for: a single send's (a variation's, its send's), an automation email's automation. */
 export function ownerOfSource(source: MessageSource): Owner {
   switch (source.kind) {
     case 'single_send':
+    case 'ab_variation':
       return { kind: 'single_send', id: source.singleSendId };
     case 'automation_email':
       return { kind: 'automation', id: source.automationId };
@@ -249,11 +318,43 @@ async function automationEmailParts(db: Knex, source: { automationId: number; sc
   };
 }
 
+/**
+ * An A/B variation: its send's parts with what the variation replaces over them — its subject,
+ * its design (whose links are then the variation's own, to be told apart in the report), or its
+ * sender (copied onto the variation when it was saved, as a send's is). Index 0 (A) replaces
+ * nothing: it is the send.
+ */
+async function variationParts(db: Knex, source: { singleSendId: number; variationId: number }): Promise<DesignParts | undefined> {
+  const send = await singleSendParts(db, source.singleSendId);
+  const v = await db('single_send_variations as v')
+    .join('ab_tests as t', (j) => j.on('t.single_send_id', 'v.single_send_id').andOn('t.user_id', 'v.user_id'))
+    .leftJoin('templates as tpl', 'tpl.id', 'v.template_id')
+    .where({ 'v.id': source.variationId, 'v.single_send_id': source.singleSendId })
+    .first('t.type', 'v.subject', 'v.template_html', 'v.template_id', 'tpl.html_code', 'v.from_sender', 'v.reply_to', 'v.sender_name', 'v.sender_address');
+  if (!send || !v) return undefined;
+  switch (v.type as 'subject' | 'design' | 'sender') {
+    case 'subject':
+      return { ...send, subject: v.subject ?? send.subject };
+    case 'design':
+      return {
+        ...send,
+        owner: { kind: 'ab_variation', id: source.variationId },
+        html: v.template_id === null ? send.html : (v.template_html ?? v.html_code),
+      };
+    case 'sender':
+      return v.from_sender === null
+        ? send
+        : { ...send, fromEmail: v.from_sender, replyTo: v.reply_to, fromName: v.sender_name ?? '', senderAddress: v.sender_address ?? '' };
+  }
+}
+
 export async function designParts(db: Knex, source: MessageSource): Promise<DesignParts | undefined> {
   switch (source.kind) {
     case 'single_send':
       return singleSendParts(db, source.singleSendId);
     case 'automation_email':
       return automationEmailParts(db, source);
+    case 'ab_variation':
+      return variationParts(db, source);
   }
 }

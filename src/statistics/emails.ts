@@ -28,6 +28,7 @@ export function emailOf(source: MessageSource | undefined): number | undefined {
     case 'automation_email':
       return source.scheduleId;
     case 'single_send':
+    case 'ab_variation':
     case undefined:
       return undefined;
   }

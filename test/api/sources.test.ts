@@ -5,7 +5,6 @@ import {
   OWNER_COLUMNS,
   OWNER_KINDS,
   OWNERS,
-  ownerOfSource,
   ownsLink,
   sourceKey,
   sourceOfRow,
@@ -59,7 +58,8 @@ describe('owners as the schema knows them', () => {
       new Set(await db('information_schema.columns').where({ table_schema: db.raw('current_schema()'), table_name: table }).pluck('column_name'));
     for (const kind of OWNER_KINDS) {
       const own = await columnsOfTable(OWNERS[kind].table);
-      for (const c of ['id', 'user_id', 'utr', 'deleted_at', ...COUNTERS.map((k) => OWNERS[kind].counters[k])]) {
+      const named = OWNERS[kind].named ? ['utr', 'deleted_at'] : [];
+      for (const c of ['id', 'user_id', ...named, ...COUNTERS.map((k) => OWNERS[kind].counters[k])]) {
         expect({ kind, column: c, present: own.has(c) }).toEqual({ kind, column: c, present: true });
       }
       for (const table of ['deliveries', 'events', 'tracked_links']) {
@@ -74,34 +74,49 @@ describe('owners as the schema knows them', () => {
 });
 
 describe('the source of a recipient row', () => {
-  const sendRow = { single_send_id: 7, automation_id: null, automation_schedule_id: null };
-  const emailRow = { single_send_id: null, automation_id: 3, automation_schedule_id: 11 };
+  type Columns = Record<'single_send_id' | 'automation_id' | 'automation_schedule_id' | 'ab_variation_id' | 'ab_phase', number | null>;
+  const none: Columns = { single_send_id: null, automation_id: null, automation_schedule_id: null, ab_variation_id: null, ab_phase: null };
+  const sendRow = { ...none, single_send_id: 7 };
+  const emailRow = { ...none, automation_id: 3, automation_schedule_id: 11 };
+  const testRow = { ...sendRow, ab_variation_id: 21, ab_phase: 1 };
+  const winnerRow = { ...sendRow, ab_variation_id: 22, ab_phase: 2 };
+  const link = (columns: Partial<Columns>) => ({ single_send_id: null, automation_id: null, ab_variation_id: null, ...columns });
 
-  it('is its single send, or its automation email; an email’s owner is its automation', () => {
+  it('is its single send, an automation email, or an A/B send’s variation', () => {
     expect(sourceOfRow(sendRow)).toEqual({ kind: 'single_send', singleSendId: 7 });
     expect(sourceOfRow(emailRow)).toEqual({ kind: 'automation_email', automationId: 3, scheduleId: 11 });
-    expect(sourceOfRow({ single_send_id: null, automation_id: null, automation_schedule_id: null })).toBeUndefined();
-    expect(ownerOfSource(sourceOfRow(sendRow)!)).toEqual({ kind: 'single_send', id: 7 });
-    expect(ownerOfSource(sourceOfRow(emailRow)!)).toEqual({ kind: 'automation', id: 3 });
+    expect(sourceOfRow(testRow)).toEqual({ kind: 'ab_variation', singleSendId: 7, variationId: 21 });
+    expect(sourceOfRow(none)).toBeUndefined();
   });
 
   it('has a key per design: two emails of one automation are two keys, a send and an email with equal ids too', () => {
-    const keys = [sendRow, emailRow, { ...emailRow, automation_schedule_id: 12 }, { single_send_id: null, automation_id: 7, automation_schedule_id: 7 }].map(
+    const keys = [sendRow, emailRow, { ...emailRow, automation_schedule_id: 12 }, { ...none, automation_id: 7, automation_schedule_id: 7 }, testRow, winnerRow].map(
       (r) => sourceKey(sourceOfRow(r)!),
     );
-    expect(new Set(keys).size).toBe(4);
+    expect(new Set(keys).size).toBe(6);
   });
 
-  it('moves the counters of its owner only, and owns the links of its owner only', () => {
+  it('moves the counters of its owner, and of its variation in an A/B test group only', () => {
     expect(counterOwners(sourceRef(sendRow))).toEqual([{ kind: 'single_send', id: 7 }]);
     expect(counterOwners(sourceRef(emailRow))).toEqual([{ kind: 'automation', id: 3 }]);
     expect(counterOwners({ singleSendId: null, automationId: null })).toEqual([]);
-    expect(columnsOf({ kind: 'automation', id: 3 })).toEqual({ single_send_id: null, automation_id: 3 });
-    expect(ownsLink(sourceRef(sendRow), { single_send_id: 7, automation_id: null })).toBe(true);
-    expect(ownsLink(sourceRef(sendRow), { single_send_id: 8, automation_id: null })).toBe(false);
-    expect(ownsLink(sourceRef(sendRow), { single_send_id: null, automation_id: 7 })).toBe(false);
-    expect(ownsLink(sourceRef(emailRow), { single_send_id: null, automation_id: 3 })).toBe(true);
-    expect(ownsLink({ singleSendId: null, automationId: null }, { single_send_id: null, automation_id: null })).toBe(false);
+    expect(counterOwners(sourceRef(testRow))).toEqual([{ kind: 'single_send', id: 7 }, { kind: 'ab_variation', id: 21 }]);
+    // The winner phase counts in the send's totals only: the variations' counters are the test's evidence.
+    expect(counterOwners(sourceRef(winnerRow))).toEqual([{ kind: 'single_send', id: 7 }]);
+  });
+
+  it('owns the links of its owner, and of its variation (a design test’s)', () => {
+    expect(columnsOf({ kind: 'automation', id: 3 })).toEqual(link({ automation_id: 3 }));
+    expect(ownsLink(sourceRef(sendRow), link({ single_send_id: 7 }))).toBe(true);
+    expect(ownsLink(sourceRef(sendRow), link({ single_send_id: 8 }))).toBe(false);
+    expect(ownsLink(sourceRef(sendRow), link({ automation_id: 7 }))).toBe(false);
+    expect(ownsLink(sourceRef(emailRow), link({ automation_id: 3 }))).toBe(true);
+    expect(ownsLink({ singleSendId: null, automationId: null }, link({}))).toBe(false);
+    expect(ownsLink(sourceRef(testRow), link({ single_send_id: 7 }))).toBe(true);
+    expect(ownsLink(sourceRef(testRow), link({ ab_variation_id: 21 }))).toBe(true);
+    expect(ownsLink(sourceRef(testRow), link({ ab_variation_id: 22 }))).toBe(false);
+    expect(ownsLink(sourceRef(winnerRow), link({ ab_variation_id: 22 }))).toBe(true);
+    expect(ownsLink(sourceRef(sendRow), link({ ab_variation_id: 21 }))).toBe(false);
   });
 });
 

@@ -34,6 +34,8 @@ let base: string;
 let dns: DnsServer;
 let receiver: Receiver;
 let testHookId: number;
+/** An A/B send of account a that waits for a person to pick: counters as a test phase left them. */
+let abSend: { utr: string; id: number };
 
 beforeAll(async () => {
   dns = await startDnsServer();
@@ -45,6 +47,7 @@ beforeAll(async () => {
   const saved = await api(app, a).form('/webhooks/save', { url: receiver.url, description: 'local receiver' });
   expect(saved.status).toBe(200);
   testHookId = saved.body.message.id;
+  abSend = await makeWaitingAbSend();
   server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -59,6 +62,44 @@ afterAll(async () => {
   await dns?.close();
   await receiver?.close();
 });
+
+/**
+ * A subject test of 3 variations on a's list, as the worker would have left it once the test
+ * group was sent and the test found inconclusive with `wait`: each variation's counters, the
+ * test waiting, the rest of the audience held.
+ */
+async function makeWaitingAbSend(): Promise<{ utr: string; id: number }> {
+  const res = await api(app, a).form('/single/send/create', {
+    template_id: 1,
+    template_html: '<html><body><p>Hello</p></body></html>',
+    sender_id: w.senderId,
+    unsubscribe_group_id: (await db('unsubscribe_groups').where({ user_id: a.id }).first('id')).id,
+    single_send_name: 'A/B in the browser',
+    subject: 'Subject A',
+    preheader: 'p',
+    recipient_id: [`contacts_${w.typeId}`],
+    schedule_type: 1,
+    schedule_date: `${new Date().getUTCFullYear() + 1}-01-01`,
+    schedule_time: '09:00',
+    ab_test_type: 'subject',
+    'ab_variations[0][subject]': 'Subject <b>B</b>',
+    'ab_variations[1][subject]': 'Subject C',
+    ab_if_inconclusive: 'wait',
+  });
+  expect(res.status).toBe(200);
+  const utr = res.body.message.utr as string;
+  const { id } = await db('single_sends').where({ utr, user_id: a.id }).first('id');
+  await db('single_sends').where({ id, user_id: a.id }).update({ status: 2, sent_at: db.fn.now(), fanout_done_at: db.fn.now(), triggered: 12 });
+  const counts = [
+    { triggered: 2, delivered: 2, unique_opens: 1, unique_clicks: 0 },
+    { triggered: 2, delivered: 2, unique_opens: 2, unique_clicks: 1 },
+    { triggered: 1, delivered: 1, unique_opens: 0, unique_clicks: 0 },
+  ];
+  for (const [idx, c] of counts.entries()) await db('single_send_variations').where({ single_send_id: id, user_id: a.id, idx }).update(c);
+  await db('ab_tests').where({ single_send_id: id, user_id: a.id }).update({ status: 'waiting', test_size: 5, test_done_at: db.fn.now() });
+  await db('deliveries').insert(w.emails.slice(5).map((email) => ({ user_id: a.id, single_send_id: id, email, status: 'held' })));
+  return { utr, id };
+}
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 const pct = (rate: number | null, digits = 1) => (rate === null ? '–' : `${(rate * 100).toFixed(digits)} %`);
@@ -149,6 +190,7 @@ describeBrowser('the dashboard in a browser', () => {
     '/app/deliverability',
     '/app/webhooks',
     `/app/webhooks/${w.webhookId}`,
+    `/app/sends/${abSend.utr}`,
   ];
 
   beforeAll(async () => {
@@ -250,6 +292,31 @@ describeBrowser('the dashboard in a browser', () => {
     // The kept report, on demand.
     await Promise.all([page.waitForURL(/\/reports\//), page.locator('a', { hasText: 'View the report' }).first().click()]);
     expect(await page.locator('pre.raw').innerText()).toContain('550 5.1.1 User unknown');
+  });
+
+  it('an A/B send: the variations side by side as the API has them, and a person picks the winner', async () => {
+    expect(await visit(`/app/sends/${abSend.utr}`)).toBe(200);
+    const { ab } = (await api(app, a).get(`/single/send/stats?utr=${abSend.utr}`)).body.message;
+    expect(ab.status).toBe('waiting');
+    expect(await page.locator('[data-ab-status]').getAttribute('data-ab-status')).toBe('waiting');
+    const rows = await page.locator('table[data-table="variations"] tbody tr').allInnerTexts();
+    expect(rows).toHaveLength(3);
+    for (const v of ab.variations as Array<{ index: number; subject: string; recipients: number; open_rate: number; click_rate: number; interval: number[]; probability_best: number }>) {
+      const row = rows[v.index];
+      expect(row).toContain(v.subject);
+      expect(row).toContain(pct(v.click_rate));
+      expect(row).toContain(`${pct(v.interval[0])} – ${pct(v.interval[1])}`);
+      expect(await text(`[data-probability-best="${v.index}"]`)).toBe(pct(v.probability_best));
+    }
+    // The variation's subject with markup is text.
+    expect(await injected()).toEqual([]);
+    // Picking B: the rest is released to it, and the report says so.
+    await Promise.all([page.waitForURL(`${base}/app/sends/${abSend.utr}#ab`), page.click('button[aria-label="Send this to the rest: variation B"]')]);
+    expect(await page.locator('[data-ab-winner]').getAttribute('data-ab-winner')).toBe('1');
+    expect(await db('ab_tests').where({ single_send_id: abSend.id, user_id: a.id }).first('status', 'winner', 'decided_by')).toEqual({ status: 'decided', winner: 1, decided_by: 'manual' });
+    expect(await db('deliveries').where({ single_send_id: abSend.id, user_id: a.id, status: 'held' }).first()).toBeUndefined();
+    // Decided: no button any more.
+    expect(await page.locator('table[data-table="variations"] button').count()).toBe(0);
   });
 
   it('automations: the list and each email’s counters, in order, as the API has them; pause and resume', async () => {

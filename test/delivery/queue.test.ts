@@ -176,6 +176,7 @@ describe('fanOutChunk', () => {
     groupId: 0,
     sources: [{ id: String(typeId), table: 'contacts_' }],
     exclusions: [],
+    hold: false,
   });
   const fanOut = (after: number, size: number) => db.transaction((trx: Knex.Transaction) => fanOutChunk(trx, target(), { source: 0, after }, size));
 

@@ -179,6 +179,20 @@ function validFor(op: Operation, f: FieldInfo, w: World, strict: boolean): fc.Ar
       return op.path.includes('notification') ? email : emailList;
     case 'file':
       return fc.constant(undefined);
+    // An A/B test when well-formed: always of the subject, so a type and variations that both
+    // came make a valid test (one without the other is refused, as it should be).
+    case 'ab_test_type':
+      return strict ? fc.constant('subject') : byKind(f.kind, strict);
+    case 'ab_variations':
+      return strict
+        ? fc.array(fc.record({ subject: acceptable(255) }), { minLength: 1, maxLength: 5 })
+        : fc.oneof(fc.array(fc.record({ subject: hostileValue, sender_id: fc.constantFrom(w.senderId, 1), template_id: fc.constantFrom(1, 2) }), { maxLength: 6 }), hostileValue);
+    case 'ab_test_percentage':
+      return strict ? fc.integer({ min: 1, max: 100 }) : fc.oneof(fc.integer({ min: -5, max: 105 }), hostileValue);
+    case 'ab_duration_minutes':
+      return strict ? fc.integer({ min: 1, max: 10080 }) : fc.oneof(fc.integer({ min: -5, max: 20_000 }), hostileValue);
+    case 'ab_confidence':
+      return strict ? fc.constantFrom(0.5, 0.9, '0.95', 0.999) : fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), hostileValue);
     default:
       if (f.name.endsWith('_id') || f.name === 'utr') {
         const ids = idsFor(op, f.name, w);

@@ -1,4 +1,6 @@
 import {
+  AbStatus,
+  abStatus,
   AutomationStatus,
   automationStatus,
   DeliveryStatus,
@@ -39,7 +41,7 @@ describe('state machines (src/states.ts)', () => {
     expect(AutomationStatus).toEqual({ Draft: 0, Live: 1, Paused: 2 });
     expect(SenderVerification).toEqual({ Unverified: 0, Verified: 1 });
     expect(sendStatus.values).toEqual([0, 1, 2, 3]);
-    expect(deliveryStatus.values).toEqual(['queued', 'sending', 'sent', 'bounced', 'failed', 'cancelled', 'dropped']);
+    expect(deliveryStatus.values).toEqual(['queued', 'sending', 'sent', 'bounced', 'failed', 'cancelled', 'dropped', 'held']);
     expect(progressState.values).toEqual(['active', 'finished', 'exited', 'skipped']);
     expect(importStatus.values).toEqual(['running', 'completed', 'failed']);
   });
@@ -74,14 +76,24 @@ describe('state machines (src/states.ts)', () => {
       'sending → sent',
       'sending → bounced',
       'sending → failed',
+      'held → queued',
+      'held → cancelled',
     ]);
     // A message with the SMTP server already is not cancelled, and an outcome is final.
     expect(deliveryStatus.canMove(DeliveryStatus.Sending, DeliveryStatus.Cancelled)).toBe(false);
     for (const end of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Cancelled, DeliveryStatus.Dropped]) {
       expect(deliveryStatus.values.filter((to) => deliveryStatus.canMove(end, to))).toEqual([]);
     }
-    // A suppressed recipient is written dropped at fan-out and stays so.
-    expect(deliveryStatus.initial).toEqual([DeliveryStatus.Queued, DeliveryStatus.Dropped]);
+    // A suppressed recipient is written dropped at fan-out and stays so; an A/B send's audience is written held.
+    expect(deliveryStatus.initial).toEqual([DeliveryStatus.Queued, DeliveryStatus.Dropped, DeliveryStatus.Held]);
+    // A held row is never claimed: it is queued (the test group, the winner's release) or cancelled with its send.
+    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Sending)).toBe(false);
+  });
+
+  it('A/B test: pending until its send starts, testing, then decided — or waiting for a person, who decides', () => {
+    expect(allowedMoves(abStatus as AnyMachine)).toEqual(['pending → testing', 'testing → waiting', 'testing → decided', 'waiting → decided']);
+    expect(abStatus.initial).toEqual([AbStatus.Pending]);
+    expect(abStatus.canMove(AbStatus.Decided, AbStatus.Testing)).toBe(false);
   });
 
   it('import: running until completed or failed', () => {

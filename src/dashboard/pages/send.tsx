@@ -1,11 +1,13 @@
 import type { Request, Response } from 'express';
 import { listEvents } from '../../resources/events/events.service';
 import { eventsWithKeptReport, keptReport, ownerStats } from '../../resources/reports/reports.service';
-import { findByUtr } from '../../resources/single-sends/single-sends.service';
+import { findSender } from '../../resources/senders/senders.service';
+import { findByUtr, pickAbWinner } from '../../resources/single-sends/single-sends.service';
+import { variationLetter } from '../../ab/settings';
 import type { OwnerStats } from '../../resources/reports/reports.schemas';
 import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, hourLabel, percent, share, when } from '../format';
-import { Layout, MessagePage } from '../layout';
+import { Layout, MessagePage, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
 /**
@@ -57,7 +59,87 @@ function problemReason(e: Problem): string {
   return [d.kind ? `${d.kind} bounce` : 'bounce', d.status, d.diagnostic].filter(Boolean).join(' · ');
 }
 
-export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string }) {
+type Ab = NonNullable<Stats['ab']>;
+
+const CRITERIA = { open: 'people who opened', click: 'people who clicked', manual: 'a person’s pick' } as const;
+const DECIDED_BY = { significant: 'on the evidence', leader: 'the leader (inconclusive)', original: 'the original (inconclusive)', manual: 'by hand' } as const;
+const AB_STATUS = { pending: 'not started', testing: 'testing', waiting: 'waiting for a person to pick', decided: 'decided', completed: 'completed' } as const;
+
+/** What a variation varies: its subject, its design's template, or its sender's address. */
+function varied(v: Ab['variations'][number], senders: Map<number, string>): string {
+  if (v.subject !== undefined) return v.subject;
+  if (v.template_id !== undefined) return `Template ${v.template_id}`;
+  return senders.get(v.sender_id ?? 0) ?? `Sender ${v.sender_id}`;
+}
+
+/**
+ * An A/B send's variations side by side (src/ab/report.ts, through the stats service): their
+ * rates, each rate's 95 % interval and the probability that it is the best on the test's
+ * criterion, the winner; where the test runs or waits, a button per variation to pick it.
+ */
+function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: string; tz: string; senders: Map<number, string> }) {
+  const open = ab.status === 'testing' || ab.status === 'waiting';
+  const rate = ab.winner_criteria === 'open' ? 'open_rate' : 'click_rate';
+  return (
+    <Section title="A/B test" id="ab">
+      <p data-ab-status={ab.status}>
+        A {ab.type} test of {ab.variations.length} variations on {ab.test_percentage} % of the audience
+        {ab.test_size !== null ? ` (${count(ab.test_size)} recipients)` : ''}, decided by {CRITERIA[ab.winner_criteria]}
+        {ab.winner_criteria === 'manual' ? '' : ` ${ab.duration_minutes} minutes after the test’s last message, at ${percent(ab.confidence)} confidence`}: {AB_STATUS[ab.status]}.
+        {ab.winner !== null ? (
+          <>
+            {' '}
+            Winner: <strong data-ab-winner={ab.winner}>variation {variationLetter(ab.winner)}</strong>, {DECIDED_BY[ab.decided_by ?? 'manual']}
+            {ab.decided_at ? (
+              <>
+                {' '}
+                on <time dateTime={ab.decided_at}>{when(ab.decided_at, tz)}</time>
+              </>
+            ) : null}
+            .
+          </>
+        ) : null}
+      </p>
+      <Table
+        name="variations"
+        caption={`The test phase's figures${ab.winner !== null ? ' as they were at the decision' : ', live'}; intervals and probabilities on the ${ab.winner_criteria === 'open' ? 'open' : 'click'} rate`}
+        rows={ab.variations}
+        empty="No variations."
+        columns={[
+          { label: 'Variation', cell: (v) => <span data-variation={v.index}>{variationLetter(v.index)}{v.index === ab.winner ? ' (winner)' : ''}</span> },
+          { label: ab.type === 'subject' ? 'Subject' : ab.type === 'design' ? 'Design' : 'Sender', cell: (v) => <span class="subject">{varied(v, senders)}</span> },
+          { label: 'Recipients', numeric: true, cell: (v) => count(v.recipients) },
+          { label: 'Delivered', numeric: true, cell: (v) => count(v.delivered) },
+          { label: 'Open rate', numeric: true, cell: (v) => percent(v.open_rate) },
+          { label: 'Click rate', numeric: true, cell: (v) => percent(v.click_rate) },
+          { label: '95 % interval', numeric: true, cell: (v) => `${percent(v.interval[0])} – ${percent(v.interval[1])}` },
+          {
+            label: 'Chance of being best',
+            numeric: true,
+            cell: (v) => (
+              <>
+                <span data-probability-best={v.index}>{percent(v.probability_best)}</span>{' '}
+                <meter min={0} max={1} value={v.probability_best} aria-label={`Variation ${variationLetter(v.index)}: ${percent(v.probability_best)} chance of having the best ${rate.replace('_', ' ')}`} />
+              </>
+            ),
+          },
+          ...(open
+            ? [
+                {
+                  label: 'Pick',
+                  cell: (v: Ab['variations'][number]) => (
+                    <PostButton action={`/app/sends/${utr}/ab/winner`} csrf={csrf} label="Send this to the rest" name={`variation ${variationLetter(v.index)}`} fields={{ variation: String(v.index) }} />
+                  ),
+                },
+              ]
+            : []),
+        ]}
+      />
+    </Section>
+  );
+}
+
+export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string> }) {
   return (
     <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="overview" charts>
       <h1>{send.single_send_name}</h1>
@@ -83,12 +165,7 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz }: { 
       <Section title="Funnel" id="funnel">
         <Funnel s={s} />
       </Section>
-      {/*
-        A/B variations (issue 19) go here, between the funnel and the timeline: one section
-        with the variations side by side (intervals, probability of being best, the winner and,
-        while the send waits for a person, the button that picks one). Its data comes through
-        the same statistics service as the counters above.
-      */}
+      {s.ab ? <AbSection ab={s.ab} utr={send.utr} csrf={csrf} tz={tz} senders={senders} /> : null}
       <Section title="Hour by hour" id="timeline">
         <Chart
           id="chart-timeline"
@@ -158,7 +235,20 @@ export async function sendReportPage(req: Request, res: Response, p: PageContext
   const problems = await listEvents(p.ctx, { single_send_utr: utr, type: ['bounced', 'complained'], limit: PROBLEMS_PER_PAGE, cursor: after });
   const kept = await eventsWithKeptReport(p.ctx, problems.events.map((e) => e.id));
   const send: SendInfo = { utr: row.utr, single_send_name: row.single_send_name, subject: row.subject, status: row.status, sent_at: (row as { sent_at?: string | null }).sent_at ?? null };
-  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} />);
+  // A sender test names its senders by address.
+  const senders = new Map<number, string>();
+  for (const v of s.ab?.type === 'sender' ? s.ab.variations : []) {
+    if (v.sender_id !== undefined) senders.set(v.sender_id, (await findSender(p.ctx, v.sender_id).catch(() => undefined))?.from_email ?? `Sender ${v.sender_id}`);
+  }
+  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} senders={senders} />);
+}
+
+/** A person picks the A/B winner (POST /single/send/ab/winner's service); the report again, or why not. */
+export async function pickWinnerAction(req: Request, res: Response, p: PageContext): Promise<void> {
+  const utr = String(req.params.utr);
+  const variation = Number((req.body as Record<string, unknown>).variation);
+  await pickAbWinner(p.ctx, utr, Number.isInteger(variation) ? variation : -1);
+  res.redirect(303, `/app/sends/${utr}#ab`);
 }
 
 /** The report a bounce or complaint came in, as received (GET /reports/kept-report). */

@@ -1,10 +1,10 @@
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
-import { eventsOf, findOwner, type OwnerKind } from '../../sources';
+import { eventsOf, findOwner, type NamedOwnerKind } from '../../sources';
 import type { EventsQuery } from './events.schemas';
 
 /** The events of the send or automation a utr names, of this account (deleted ones too: their events stay); NF1 otherwise. */
-async function eventsOfUtr(ctx: Ctx, kind: OwnerKind, utr: string): Promise<Record<string, number>> {
+async function eventsOfUtr(ctx: Ctx, kind: NamedOwnerKind, utr: string): Promise<Record<string, number>> {
   const found = await findOwner(ctx.db, ctx.userId, kind, utr, { deleted: true });
   if (!found) throw notFound1();
   return eventsOf({ kind, id: found.id });

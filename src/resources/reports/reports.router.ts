@@ -1,7 +1,7 @@
 import { ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { route, type RouteDef } from '../../http/routes';
-import type { OwnerKind } from '../../sources';
+import type { NamedOwnerKind } from '../../sources';
 import { automationEmailsMessage, automationStats, keptReportMessage, overviewMessage, overviewQuery, singleSendStats } from './reports.schemas';
 import * as service from './reports.service';
 
@@ -12,7 +12,7 @@ import * as service from './reports.service';
 const tag = 'Reports';
 const utrId = { name: 'utr', notFound: notFound1, kind: 'utr' as const };
 
-function statsRoute(path: string, kind: OwnerKind, response: RouteDef['response'], what: string): RouteDef {
+function statsRoute(path: string, kind: NamedOwnerKind, response: RouteDef['response'], what: string): RouteDef {
   return route({
     method: 'get',
     path,

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
-import { findOwner, OWNERS, type OwnerKind } from '../../sources';
+import { abReport } from '../../ab/report';
+import { findOwner, OWNERS, type NamedOwnerKind } from '../../sources';
+import { SendStatus } from '../../states';
 import { COUNTERS, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, type Counts } from '../../statistics';
 import { findAutomation } from '../automations/automations.service';
 import { DNS_PROBLEMS, OVERVIEW_DAYS } from './reports.sql';
@@ -21,7 +23,7 @@ import type { EmailReport, Overview, OverviewQuery, OwnerStats } from './reports
  * shows (deliveries, opens, clicks, unsubscribes) happened. A deleted send or automation is not
  * found.
  */
-export async function ownerStats<K extends OwnerKind>(ctx: Ctx, kind: K, utr: string): Promise<OwnerStats[K]> {
+export async function ownerStats<K extends NamedOwnerKind>(ctx: Ctx, kind: K, utr: string): Promise<OwnerStats[K]> {
   const found = await findOwner(ctx.db, ctx.userId, kind, utr);
   if (!found) throw notFound1();
   const owner = { kind, id: found.id };
@@ -31,7 +33,12 @@ export async function ownerStats<K extends OwnerKind>(ctx: Ctx, kind: K, utr: st
   const timeline = (await readSeries(ctx.db, ctx.userId, { owner, bucket: 'hour' }))
     .map((h) => ({ hour: h.at, delivered: h.delivered, opens: h.opens, clicks: h.total_clicks, unsubscribes: h.unsubscribes }))
     .filter((h) => h.delivered + h.opens + h.clicks + h.unsubscribes > 0);
-  return { utr: found.utr, ...named, links: await readLinks(ctx.db, ctx.userId, owner), timeline } as OwnerStats[K];
+  const links = await readLinks(ctx.db, ctx.userId, owner);
+  if (kind !== 'single_send') return { utr: found.utr, ...named, links, timeline } as OwnerStats[K];
+  // An A/B send adds its test (src/ab/report.ts); a design test's links are its variations'.
+  const send = await ctx.db('single_sends').where({ id: found.id, user_id: ctx.userId }).first('status');
+  const ab = await abReport(ctx.db, ctx.userId, found.id, { counts, completed: send?.status === SendStatus.Completed });
+  return (ab ? { utr: found.utr, ...named, links: ab.links ?? links, timeline, ab: ab.ab } : { utr: found.utr, ...named, links, timeline }) as OwnerStats[K];
 }
 
 /** The complaint rate Gmail and Yahoo hold bulk senders to, and where Herald starts to warn. */

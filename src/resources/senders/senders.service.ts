@@ -260,8 +260,18 @@ export async function updateSender(ctx: Ctx, mail: SystemMailDeps, id: number, i
 export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     await findOrFail(liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
+    // A send's own sender, or one of its A/B test's sender variations.
     const inUse = await scoped(ctx, 'single_sends', trx)
-      .where('single_sends.sender_id', id)
+      .where((q) =>
+        q
+          .where('single_sends.sender_id', id)
+          .orWhereExists((v) =>
+            v
+              .from('single_send_variations as v')
+              .whereRaw('v.single_send_id = single_sends.id AND v.user_id = single_sends.user_id')
+              .where('v.sender_id', id),
+          ),
+      )
       .whereIn('single_sends.status', [SendStatus.Ready, SendStatus.Running])
       .whereNull('single_sends.deleted_at')
       .first('single_sends.id');

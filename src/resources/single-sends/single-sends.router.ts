@@ -4,7 +4,7 @@ import { notFound2 } from '../../http/errors';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
-import { singleSendBody, singleSendRecord } from './single-sends.schemas';
+import { abWinnerBody, singleSendBody, singleSendResponse } from './single-sends.schemas';
 import * as service from './single-sends.service';
 
 const tag = 'Single sends';
@@ -18,7 +18,7 @@ export const singleSendRoutes: RouteDef[] = [
     tag,
     summary: 'List the account’s single sends with their statistics',
     list: true,
-    response: z.object({ singleSends: z.array(singleSendRecord), pagination: pagination.optional() }),
+    response: z.object({ singleSends: z.array(singleSendResponse), pagination: pagination.optional() }),
     failures: ['AUTH'],
     handle: async ({ ctx, paging }) => ok(listPayload('singleSends', await service.listSingleSends(ctx, paging))),
   }),
@@ -53,7 +53,7 @@ export const singleSendRoutes: RouteDef[] = [
     tag,
     summary: 'One single send (the key holds an array of one record)',
     id: utrId,
-    response: z.object({ singleSend: z.array(singleSendRecord).length(1) }),
+    response: z.object({ singleSend: z.array(singleSendResponse).length(1) }),
     failures: ['AUTH', 'NF2'],
     handle: async ({ ctx, utr }) => ok({ singleSend: [await service.getSingleSend(ctx, utr)] }),
   }),
@@ -68,6 +68,20 @@ export const singleSendRoutes: RouteDef[] = [
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2', 'REFUSED'],
     handle: async ({ ctx, utr, body }) => ok({ utr: await service.updateSingleSend(ctx, utr, body) }),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/ab/winner',
+    tag,
+    summary: 'Herald extension: pick the winner of a send’s A/B test (while it runs or waits); the rest of the audience is sent the winner',
+    id: { ...utrId, requiredMessage: true },
+    body: abWinnerBody,
+    response: confirmation(messages.winnerSelected),
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr, body }) => {
+      await service.pickAbWinner(ctx, utr, body.variation);
+      return ok(messages.winnerSelected);
+    },
   }),
   route({
     method: 'delete',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { flag, id, longText, optionalList, list, text, optionalText } from '../../http/fields';
+import { decimal, flag, id, integer, longText, optionalList, list, text, optionalText } from '../../http/fields';
+import { AB_CRITERIA, AB_IF_INCONCLUSIVE, AB_TYPES } from '../../ab/settings';
 import { ScheduleType, SendStatus } from '../../states';
 import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
 
@@ -7,6 +8,33 @@ import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
 export const RECIPIENT_REF = /^(contacts|segments)_(\d{1,10})$/;
 
 const ref = z.union([z.string(), z.number()]).transform(String);
+
+/**
+ * The optional A/B test of a send (docs/decisions.md, "A/B tests"): none of them means an ordinary
+ * send. Each variation holds the field of the test's type only; the rules between fields (a type
+ * needs variations, a variation its field, a sender must be verified) are the service's.
+ */
+const abVariation = z.object({
+  subject: optionalText(255),
+  template_id: id().optional(),
+  template_json: longText(),
+  template_html: longText(),
+  sender_id: id().optional(),
+});
+
+function abFields() {
+  return {
+    ab_test_type: z.enum(AB_TYPES).optional().meta({ description: 'an A/B test of the subject, the design or the sender; absent: an ordinary send' }),
+    ab_variations: optionalList(abVariation, 5).meta({
+      description: 'variations B to F (ab_variations[i][subject], [template_id] (+ template_html/template_json), [sender_id]); the send’s own is A',
+    }),
+    ab_test_percentage: integer(1, 100).optional().meta({ description: 'share of the audience in the test phase (default 20; 100: no winner phase)' }),
+    ab_duration_minutes: integer(1, 10080).optional().meta({ description: 'how long the test runs after its last message left the queue (default 240)' }),
+    ab_winner_criteria: z.enum(AB_CRITERIA).optional().meta({ description: 'open, click (default) or manual' }),
+    ab_confidence: decimal(0.5, 0.999).optional().meta({ description: 'probability of being best that makes a winner significant (default 0.95)' }),
+    ab_if_inconclusive: z.enum(AB_IF_INCONCLUSIVE).optional().meta({ description: 'send_leader (default), send_original or wait' }),
+  };
+}
 
 /** Fields shared by create and update (spec table "Fields shared by create and update"). */
 export const singleSendBody = z.object({
@@ -23,6 +51,7 @@ export const singleSendBody = z.object({
   schedule_type: flag(),
   schedule_date: optionalText(10).meta({ description: 'YYYY-MM-DD (UTC), with schedule_type 1' }),
   schedule_time: optionalText(8).meta({ description: 'HH:MM or HH:MM:SS (UTC), with schedule_type 1' }),
+  ...abFields(),
 });
 export type SingleSendInput = z.infer<typeof singleSendBody>;
 
@@ -60,4 +89,25 @@ export const singleSendRecord = z.strictObject({
   sent_at: datetime().nullable(),
   created_at: timestamp(),
   updated_at: timestamp(),
+});
+
+/** The A/B settings a send's details and list carry (A/B sends only), as create and update take them. */
+export const abSettingsRecord = z.object({
+  ab_test_type: z.enum(AB_TYPES),
+  ab_variations: z.array(
+    z.object({ subject: z.string().optional(), template_id: intId().optional(), template_html: z.string().nullable().optional(), template_json: z.string().nullable().optional(), sender_id: intId().optional() }),
+  ),
+  ab_test_percentage: z.number().int(),
+  ab_duration_minutes: z.number().int(),
+  ab_winner_criteria: z.enum(AB_CRITERIA),
+  ab_confidence: z.number(),
+  ab_if_inconclusive: z.enum(AB_IF_INCONCLUSIVE),
+});
+
+/** A send as details and the list give it: the spec's record, plus the A/B settings on an A/B send. */
+export const singleSendResponse = singleSendRecord.extend(abSettingsRecord.partial().shape);
+
+/** POST /single/send/ab/winner: the index of the winning variation (0 is A, the send itself). */
+export const abWinnerBody = z.object({
+  variation: integer(0, 5).meta({ description: 'the winning variation’s index: 0 for A (the send’s own), 1 for B …' }),
 });

@@ -6,13 +6,16 @@ import { senderAddress } from '../../mail/sender-address';
 import { toDatetime } from '../../db/types';
 import { invalid, notFound2, refused, type FieldErrors } from '../../http/errors';
 import { isUtr, MAX_INT, newUtr } from '../../http/fields';
-import { listRows, type Listed, type Paging } from '../../http/pagination';
+import { listRows, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
-import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
+import { AbStatus, DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
 import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, singleSendRecord, type SingleSendInput } from './single-sends.schemas';
 import { checkDesignSource } from '../shared/design-rules';
+import { abSettingsFields, copyAbTest, readAbPlans, saveAbTest } from '../../ab/store';
+import { resolveAbInput } from './ab-input';
+import { decideByHand, lockTest } from '../../ab/decision';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
@@ -89,9 +92,18 @@ export function toRecord(row: SingleSendRow): SingleSendRecord {
   return Object.fromEntries(RECORD_KEYS.map((k) => [k, record[k]])) as SingleSendRecord;
 }
 
-export async function listSingleSends(ctx: Ctx, paging?: Paging): Promise<Listed<ReturnType<typeof toRecord>>> {
+/** The records of `rows`, each A/B send's with its A/B settings (the `ab_*` fields create and update take). */
+async function toResponses(ctx: Ctx, rows: SingleSendRow[]) {
+  const plans = await readAbPlans(ctx.db, ctx.userId, rows.map((r) => r.id));
+  return (await signOpenTokens(ctx, rows)).map((r) => {
+    const plan = plans.get(r.id);
+    return plan ? { ...toRecord(r), ...abSettingsFields(plan) } : toRecord(r);
+  });
+}
+
+export async function listSingleSends(ctx: Ctx, paging?: Paging) {
   const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).orderBy('s.id', 'desc'), liveRows(ctx, 'single_sends as s'), paging);
-  return { ...listed, rows: (await signOpenTokens(ctx, listed.rows)).map(toRecord) };
+  return { ...listed, rows: await toResponses(ctx, listed.rows) };
 }
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
@@ -108,7 +120,7 @@ export async function getSingleSend(ctx: Ctx, utr: string) {
   if (!isUtr(utr)) throw notFound2();
   const row = (await withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
   if (!row) throw notFound2();
-  return toRecord((await signOpenTokens(ctx, [row]))[0]);
+  return (await toResponses(ctx, [row]))[0];
 }
 
 function parseRefs(values: string[] | undefined, field: string, errors: FieldErrors): RecipientRef[] {
@@ -180,6 +192,7 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
   const group = await scoped(ctx, 'unsubscribe_groups', trx).where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id');
   await checkRefsExist(ctx, trx, recipients, input.recipient_id, 'recipient_id', errors);
   await checkRefsExist(ctx, trx, excluded, input.exclude_specific_recipient_id ?? [], 'exclude_specific_recipient_id', errors);
+  const ab = await resolveAbInput(ctx, trx, input, errors);
   if (!template) errors.template_id = ['The selected template id is invalid.'];
   if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
   if (!group) errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
@@ -203,15 +216,16 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
     template_json: input.template_json ?? null,
     template_html: input.template_html ?? null,
   } satisfies SettableColumns;
-  return { ...columns, due_at: schedule.due };
+  return { columns: { ...columns, due_at: schedule.due }, ab };
 }
 
 /** Create → ready: the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
   const utr = newUtr();
   await ctx.db.transaction(async (trx) => {
-    const columns = await resolveInput(ctx, trx, input);
-    await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
+    const { columns, ab } = await resolveInput(ctx, trx, input);
+    const [{ id }] = await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns }).returning('id');
+    await saveAbTest(trx, ctx.userId, id as number, ab);
   });
   return utr;
 }
@@ -221,9 +235,11 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
   await findByUtr(ctx, utr);
   await ctx.db.transaction(async (trx) => {
     const row = await findByUtr(ctx, utr, trx, true);
-    const columns = await resolveInput(ctx, trx, input);
+    const { columns, ab } = await resolveInput(ctx, trx, input);
     if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
     await scoped(ctx, 'single_sends', trx).where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
+    // A full replacement, as the spec's updates are: without A/B fields the send is an ordinary one again.
+    await saveAbTest(trx, ctx.userId, row.id, ab);
   });
   return utr.toLowerCase();
 }
@@ -233,20 +249,25 @@ export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string
   const row = await findByUtr(ctx, utr);
   const copy = newUtr();
   const copied = Object.fromEntries(SETTABLE.map((c) => [c, row[c]])) as SettableColumns;
-  await ctx.db('single_sends').insert({
-    ...copied,
-    user_id: ctx.userId,
-    utr: copy,
-    status: SendStatus.Draft,
-    recipient_id: JSON.stringify(row.recipient_id),
-    exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
-    single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
-    due_at: null,
+  await ctx.db.transaction(async (trx) => {
+    const [{ id }] = await trx('single_sends')
+      .insert({
+        ...copied,
+        user_id: ctx.userId,
+        utr: copy,
+        status: SendStatus.Draft,
+        recipient_id: JSON.stringify(row.recipient_id),
+        exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
+        single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
+        due_at: null,
+      })
+      .returning('id');
+    await copyAbTest(trx, ctx.userId, row.id, id as number);
   });
   return copy;
 }
 
-const CANCEL = deliveryStatus.move(DeliveryStatus.Queued, DeliveryStatus.Cancelled);
+const CANCEL = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Held], DeliveryStatus.Cancelled);
 
 /**
  * Soft-deletes sends (ids or utrs; all or nothing) and cancels their messages not yet sent;
@@ -257,5 +278,23 @@ export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void>
     const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
     await scoped(ctx, 'single_sends', trx).whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
     await scoped(ctx, 'deliveries', trx).whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+  });
+}
+
+/**
+ * POST /single/send/ab/winner: a person picks the winner of a send's A/B test, while it runs (the
+ * test ends early) or while it waits; the held rest of the audience goes to the winner at once
+ * (src/ab/decision.ts). NF2 for a send that is not the account's; VAL for a send that is no A/B
+ * send, a test that has not started or is already decided, or an index out of range.
+ */
+export async function pickAbWinner(ctx: Ctx, utr: string, variation: number): Promise<void> {
+  const row = await findByUtr(ctx, utr);
+  await ctx.db.transaction(async (trx) => {
+    const test = await lockTest(trx, ctx.userId, row.id);
+    if (!test) throw invalid({ utr: ['The single send is not an A/B test.'] });
+    const count = await trx('single_send_variations').where({ user_id: ctx.userId, single_send_id: row.id }).count<{ n: number }[]>({ n: '*' });
+    if (variation >= Number(count[0].n)) throw invalid({ variation: ['The selected variation is invalid.'] });
+    if (test.status === AbStatus.Pending) throw invalid({ utr: ['The A/B test has not started yet.'] });
+    if (!(await decideByHand(trx, test, variation))) throw invalid({ utr: ['The A/B test is already decided.'] });
   });
 }

@@ -1,0 +1,241 @@
+/**
+ * A/B test benchmark (issue 19): an A/B send of 1,000,000 recipients (a subject test, 2
+ * variations, 20 % in the test) against an ordinary send of the same audience, through Herald as
+ * `npm start` runs it (one `herald serve` process, API and worker, default settings), into an
+ * SMTP sink that accepts and discards. Measured in one run:
+ *
+ *   - release: the decision's transaction releasing the 800,000 held rows to the winner (Herald
+ *     logs the time of the statement and the decision it commits with) — target ≤ 5 s; and the
+ *     same seen from outside, from the moment the decision is due to the test read as decided;
+ *   - the sending rate: messages over the time the sink was receiving them (first to last
+ *     message; for the A/B send the test phase and the winner phase added, the wait between them
+ *     left out) — target ≥ 95 % of the ordinary send's, measured the same way in the same run;
+ *   - `GET /single/send/stats` of the A/B send (with `ab`) once its 1,000,000 recipients' events
+ *     are recorded: 30 calls over HTTP — target median ≤ 200 ms.
+ *
+ * The test's duration is a minute at least; once the test group has left the queue the decision
+ * is made due at once (the wait is not what is measured).
+ *
+ *   npx tsx bench/ab.ts [--recipients 1000000] [--no-build] [--keep] [--no-pin]
+ *
+ * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from 'pg';
+import { build, checksLine, client, createAccount, finishRun, log, runMain } from './lib/herald';
+import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { median, waitForQuiet, writeResult } from './lib/sample';
+import { args } from './lib/setup';
+import { makeFixture, makeList, type Fixture } from './lib/send-fixture';
+import { createSend, sendRow, startServe, type Serve } from './lib/send-herald';
+import { ask, BENCH_LIB, type Child, cleanUpOnStop, killAll, nextMessage, spawnNode } from './lib/send-procs';
+import type { SinkStats } from './lib/send-sink';
+
+const opts = args();
+const num = (name: string, dflt: number) => (opts.has(name) ? Number(opts.get(name)) : dflt);
+
+const DB = 'herald_bench_ab';
+const RECIPIENTS = num('recipients', 1_000_000);
+const TEST_PERCENTAGE = 20;
+const PIN = !opts.has('no-pin');
+const TARGET = { releaseMs: 5_000, rateRatio: 0.95, statsMs: 200 };
+const PUBLIC_URL = 'https://herald.bench.test';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+/** Polls the send until `done` says so (an hour at most), logging progress. */
+async function waitUntil(c: Client, herald: Serve, utr: string, what: string, done: (row: Awaited<ReturnType<typeof sendRow>>) => Promise<boolean> | boolean) {
+  const deadline = Date.now() + 3_600_000;
+  let lastLog = Date.now();
+  for (;;) {
+    const row = await sendRow(c, utr);
+    if (await done(row)) return row;
+    if (herald.child.exitCode !== null) throw new Error(`herald exited with ${herald.child.exitCode}:\n${herald.output()}`);
+    if (Date.now() > deadline) throw new Error(`${what}: not within an hour (${JSON.stringify(row)})`);
+    if (Date.now() - lastLog > 30_000) {
+      lastLog = Date.now();
+      log(`  ${what}: delivered ${row.delivered.toLocaleString('en')}`);
+    }
+    await sleep(100);
+  }
+}
+
+/** Messages per second over the sink's first to last message of a phase. */
+const rateOf = (s: SinkStats) => (s.firstAt === null || s.lastAt === null || s.lastAt === s.firstAt ? 0 : s.received / ((s.lastAt - s.firstAt) / 1000));
+
+async function clearSends(admin: Client): Promise<void> {
+  await admin.query('TRUNCATE deliveries, events, jobs');
+  await admin.query('VACUUM ANALYZE deliveries');
+  await admin.query('CHECKPOINT');
+}
+
+async function ordinarySend(c: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string) {
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
+  try {
+    await ask(sink, { type: 'reset', keep: 0 });
+    const { utr } = await createSend(herald.baseUrl, f.account, { senderId: f.senderId, groupId: f.groupId, typeId, name: 'Ordinary 1M' });
+    const row = await waitUntil(c, herald, utr, 'ordinary send', (r) => r.status === 3);
+    const sink1 = await ask<SinkStats>(sink, { type: 'stats' });
+    return { utr, delivered: row.delivered, sink: { ...sink1, samples: undefined }, rate: Math.round(rateOf(sink1)) };
+  } finally {
+    await herald.stop(60_000);
+  }
+}
+
+async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string) {
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
+  try {
+    await ask(sink, { type: 'reset', keep: 0 });
+    const { utr } = await createSend(herald.baseUrl, f.account, {
+      senderId: f.senderId,
+      groupId: f.groupId,
+      typeId,
+      name: 'A/B 1M',
+      fields: {
+        ab_test_type: 'subject',
+        'ab_variations[0][subject]': 'The November issue, B edition, ((first_name))',
+        ab_test_percentage: TEST_PERCENTAGE,
+        ab_duration_minutes: 1,
+        ab_winner_criteria: 'click',
+      },
+    });
+    const { id } = await sendRow(c, utr);
+    await waitUntil(c, herald, utr, 'test phase', async () => {
+      const t = await c.query(`SELECT test_done_at FROM ab_tests WHERE single_send_id = $1`, [id]);
+      return t.rows[0]?.test_done_at !== null && t.rows[0]?.test_done_at !== undefined;
+    });
+    const testPhase = await ask<SinkStats>(sink, { type: 'stats' });
+    const held = Number((await c.query(`SELECT count(*) AS n FROM deliveries WHERE single_send_id = $1 AND status = 'held'`, [id])).rows[0].n);
+    await ask(sink, { type: 'reset', keep: 0 });
+    // The decision is due now (instead of a minute after the test group's last message).
+    const due = Date.now();
+    await c.query(`UPDATE jobs SET next_attempt_at = now() WHERE kind = 'ab_decision' AND (payload->>'singleSendId')::int = $1`, [id]);
+    for (;;) {
+      const t = await c.query(`SELECT status FROM ab_tests WHERE single_send_id = $1`, [id]);
+      if (t.rows[0].status === 'decided') break;
+      if (Date.now() - due > 600_000) throw new Error(`no decision within 10 minutes:\n${herald.output()}`);
+      await sleep(10);
+    }
+    const decidedSeenMs = Date.now() - due;
+    const logged = /"released":(\d+),"releaseMs":(\d+)/.exec(herald.output());
+    const row = await waitUntil(c, herald, utr, 'winner phase', (r) => r.status === 3);
+    const winnerPhase = await ask<SinkStats>(sink, { type: 'stats' });
+    const spanS = (s: SinkStats) => (s.lastAt! - s.firstAt!) / 1000;
+    const rate = (testPhase.received + winnerPhase.received) / (spanS(testPhase) + spanS(winnerPhase));
+    // The report, with the send's million recipients' events recorded.
+    const api = client(herald.baseUrl, f.account);
+    const times: number[] = [];
+    let ab: unknown;
+    for (let i = 0; i < 31; i += 1) {
+      const t = performance.now();
+      const res = (await api.get(`/single/send/stats?utr=${utr}`)) as { message: { ab: unknown } };
+      if (i > 0) times.push(performance.now() - t);
+      ab = res.message.ab;
+    }
+    const events = Number((await c.query(`SELECT count(*) AS n FROM events WHERE single_send_id = $1`, [id])).rows[0].n);
+    return {
+      utr,
+      delivered: row.delivered,
+      held,
+      release: { loggedReleased: logged ? Number(logged[1]) : null, loggedMs: logged ? Number(logged[2]) : null, decidedSeenMs },
+      testPhase: { ...testPhase, samples: undefined, rate: Math.round(rateOf(testPhase)) },
+      winnerPhase: { ...winnerPhase, samples: undefined, rate: Math.round(rateOf(winnerPhase)) },
+      rate: Math.round(rate),
+      stats: { events, medianMs: round(median(times)), maxMs: round(Math.max(...times)), runs: times.map((t) => round(t)) },
+      ab,
+    };
+  } finally {
+    await herald.stop(60_000);
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-ab-'));
+  let sink: Child | undefined;
+  let c: Client | undefined;
+  let admin: Client | undefined;
+  let dbCreated = false;
+  const cleanup = async () => {
+    await sink?.stop(5_000).catch(() => undefined);
+    killAll();
+    await c?.end().catch(() => undefined);
+    await admin?.end().catch(() => undefined);
+    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  cleanUpOnStop(cleanup);
+  try {
+    if (!opts.has('no-build')) build();
+    sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: PIN ? '1' : undefined });
+    const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
+    const url = await recreateDatabase(DB);
+    dbCreated = true;
+    const account = await createAccount(url, 'Bench A/B');
+    c = await connect(url);
+    admin = await connect(databaseUrl(DB));
+    const f = await makeFixture(c, account);
+    const typeId = await makeList(c, f, 'Bench A/B', 'm-', RECIPIENTS);
+    await admin.query('VACUUM ANALYZE');
+    log(`${RECIPIENTS.toLocaleString('en')} contacts`);
+
+    const quiet1 = await waitForQuiet(120_000);
+    const ordinary = await ordinarySend(c, url, sink, port, f, typeId, dataDir);
+    log(`ordinary send: ${ordinary.rate} msg/s (first to last message); background ${quiet1}`);
+    await clearSends(admin);
+    const quiet2 = await waitForQuiet(120_000);
+    const ab = await abSend(c, url, sink, port, f, typeId, dataDir);
+    log(
+      `A/B send: ${ab.rate} msg/s (test phase ${ab.testPhase.rate}, winner phase ${ab.winnerPhase.rate}); release of ${ab.release.loggedReleased} rows ${ab.release.loggedMs} ms ` +
+        `(decided seen ${ab.release.decidedSeenMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}`,
+    );
+    const testSize = Math.round((RECIPIENTS * TEST_PERCENTAGE) / 100);
+    const checks = {
+      ordinaryDeliveredAll: ordinary.delivered === RECIPIENTS && ordinary.sink.received === RECIPIENTS && ordinary.sink.duplicates === 0,
+      abDeliveredAll: ab.delivered === RECIPIENTS && ab.testPhase.received + ab.winnerPhase.received === RECIPIENTS,
+      testGroupItsShare: ab.testPhase.received === testSize && ab.held === RECIPIENTS - testSize,
+      releaseLogged: ab.release.loggedReleased === RECIPIENTS - testSize,
+      everyEventRecorded: ab.stats.events >= RECIPIENTS,
+    };
+    const ratio = ab.rate / ordinary.rate;
+    const met = {
+      release: ab.release.loggedMs !== null && ab.release.loggedMs <= TARGET.releaseMs,
+      rate: ratio >= TARGET.rateRatio,
+      stats: ab.stats.medianMs <= TARGET.statsMs,
+    };
+    const result = {
+      benchmark: 'ab',
+      when: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version },
+      postgres: await serverInfo(c),
+      recipients: RECIPIENTS,
+      target: { ...TARGET, met },
+      ratio: round(ratio, 3),
+      ordinary: { ...ordinary, quiet: quiet1 },
+      ab: { ...ab, quiet: quiet2 },
+      checks,
+      totalMs: Date.now() - started,
+    };
+    const file = writeResult('ab', result);
+    const verdict = (v: boolean) => (v ? 'PASS' : 'FAIL');
+    process.stdout.write(
+      [
+        '',
+        `A/B benchmark — ${RECIPIENTS.toLocaleString('en')} recipients, ${TEST_PERCENTAGE} % test, 2 variations; Herald as npm start runs it (defaults)`,
+        `  release of the held rows (${ab.release.loggedReleased}): ${ab.release.loggedMs} ms in the decision; decided seen ${ab.release.decidedSeenMs} ms after due   ${verdict(met.release)} (≤ ${TARGET.releaseMs} ms)`,
+        `  sending rate: A/B ${ab.rate} msg/s (test ${ab.testPhase.rate}, winner ${ab.winnerPhase.rate}) vs ordinary ${ordinary.rate} msg/s = ${round(ratio * 100)} %   ${verdict(met.rate)} (≥ ${TARGET.rateRatio * 100} %)`,
+        `  GET /single/send/stats with ab (${ab.stats.events.toLocaleString('en')} events): median ${ab.stats.medianMs} ms, max ${ab.stats.maxMs} ms   ${verdict(met.stats)} (≤ ${TARGET.statsMs} ms)`,
+        checksLine(checks),
+        '',
+      ].join('\n'),
+    );
+    finishRun(file, started, Object.values(met).every(Boolean), checks);
+  } finally {
+    await cleanup();
+  }
+}
+
+runMain(main);

@@ -1,0 +1,174 @@
+import type { Knex } from 'knex';
+import { recordAccountEvent } from '../events/account-events';
+import { defineJob, enqueue } from '../jobs/kind';
+import type { JobDeps } from '../jobs/runner';
+import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus, SendStatus } from '../states';
+import { decide, type DecidedBy } from './bayes';
+import { describeVariations, loadVariations, type VariationResult } from './results';
+import { variationLetter, type AbCriteria, type AbIfInconclusive, type AbType } from './settings';
+
+/**
+ * The decision of an A/B test (docs/decisions.md, "A/B tests: the decision"), in three steps:
+ *
+ * 1. The worker's housekeeping notices a test group whose last message left the queue (accepted,
+ *    bounced or given up) and, in one transaction, notes when, and either queues the decision as
+ *    an `ab_decision` job due `duration_minutes` later or, with manual criteria, sets the test
+ *    waiting for a person.
+ * 2. The job (on the job runner, transactional: its writes and its outcome commit together under
+ *    the job's claim) decides on the evidence (src/ab/bayes.ts): a winner, or — inconclusive and
+ *    told to wait — nobody yet.
+ * 3. A decision, on evidence or by a person (POST /single/send/ab/winner), releases the held rest
+ *    of the audience to the winner in the same transaction as it is written, freezes the
+ *    variations' results into `ab_tests.result` and records `single_send.ab_decided`. The test's
+ *    row is locked first, so two workers, or a worker and a person, never decide twice; a worker
+ *    killed during it leaves everything as it was (the transaction never committed), for the
+ *    job's next attempt.
+ */
+
+const DECIDE = abStatus.move([AbStatus.Testing, AbStatus.Waiting], AbStatus.Decided);
+const WAIT = abStatus.move(AbStatus.Testing, AbStatus.Waiting);
+const RELEASE = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Queued);
+
+interface TestRow {
+  user_id: number;
+  single_send_id: number;
+  type: AbType;
+  winner_criteria: AbCriteria;
+  confidence: string;
+  if_inconclusive: AbIfInconclusive;
+  status: AbStatus;
+  utr: string;
+  single_send_name: string;
+  deleted_at: string | null;
+}
+
+/** The test of a send, locked for the caller's transaction (with its send's utr, name and whether it was deleted). */
+export async function lockTest(trx: Knex.Transaction, userId: number, singleSendId: number): Promise<TestRow | undefined> {
+  return (await trx('ab_tests as t')
+    .join('single_sends as s', (j) => j.on('s.id', 't.single_send_id').andOn('s.user_id', 't.user_id'))
+    .where({ 't.user_id': userId, 't.single_send_id': singleSendId })
+    .forUpdate('t')
+    .first('t.user_id', 't.single_send_id', 't.type', 't.winner_criteria', 't.confidence', 't.if_inconclusive', 't.status', 's.utr', 's.single_send_name', 's.deleted_at')) as
+    | TestRow
+    | undefined;
+}
+
+/**
+ * Writes a decision: releases the held rows to the winner (one statement: they become due at
+ * once, as the winner phase's), and the winner, who decided and the variations' results as they
+ * are now, which the report shows from then on. Returns how many rows were released.
+ */
+async function applyDecision(
+  trx: Knex.Transaction,
+  test: TestRow,
+  winner: number,
+  decidedBy: DecidedBy,
+  results: VariationResult[],
+  variationIds: number[],
+): Promise<number> {
+  const released = await trx('deliveries')
+    .where({ user_id: test.user_id, single_send_id: test.single_send_id })
+    .whereIn('status', RELEASE.from)
+    .update({ status: RELEASE.to, ab_variation_id: variationIds[winner], ab_phase: AbPhase.Winner, next_attempt_at: trx.fn.now() });
+  await trx('ab_tests')
+    .where({ user_id: test.user_id, single_send_id: test.single_send_id })
+    .whereIn('status', DECIDE.from)
+    .update({ status: DECIDE.to, winner, decided_by: decidedBy, decided_at: trx.fn.now(), result: JSON.stringify({ variations: results }), updated_at: trx.fn.now() });
+  const best = results[winner]?.probability_best ?? null;
+  await recordAccountEvent(
+    { db: trx },
+    test.user_id,
+    'single_send.ab_decided',
+    `A/B test of “${test.single_send_name}”: variation ${variationLetter(winner)} wins`,
+    { single_send: test.single_send_name, utr: test.utr, winner, decided_by: decidedBy, probability_best: best, released },
+    { singleSendId: test.single_send_id },
+  );
+  return released;
+}
+
+/**
+ * The decision on the evidence (the job's): the leader wins when it is best with the test's
+ * confidence, else the inconclusive rule applies — the leader, the original, or wait for a
+ * person. A test no longer testing (a person decided, its send was deleted) is left as it is.
+ */
+export async function decideOnEvidence(
+  trx: Knex.Transaction,
+  userId: number,
+  singleSendId: number,
+): Promise<{ outcome: 'decided' | 'waiting' | 'skipped'; released?: number; releaseMs?: number }> {
+  const test = await lockTest(trx, userId, singleSendId);
+  if (!test || test.status !== AbStatus.Testing || test.deleted_at !== null) return { outcome: 'skipped' };
+  const loaded = await loadVariations(trx, userId, singleSendId, test.winner_criteria);
+  const verdict = decide(loaded.arms, Number(test.confidence), test.if_inconclusive);
+  if (verdict.winner === null) {
+    await trx('ab_tests').where({ user_id: userId, single_send_id: singleSendId }).update({ status: WAIT.to, updated_at: trx.fn.now() });
+    return { outcome: 'waiting' };
+  }
+  const results = await describeVariations(trx, userId, test.type, loaded, verdict.posteriors);
+  const started = Date.now();
+  const released = await applyDecision(trx, test, verdict.winner, verdict.decidedBy!, results, loaded.rows.map((r) => r.id));
+  return { outcome: 'decided', released, releaseMs: Date.now() - started };
+}
+
+/** A person's pick, while the test runs (ending it early) or waits. Returns false when it is no longer open to a pick. */
+export async function decideByHand(trx: Knex.Transaction, test: TestRow, winner: number): Promise<boolean> {
+  if (!DECIDE.from.includes(test.status)) return false;
+  const loaded = await loadVariations(trx, test.user_id, test.single_send_id, test.winner_criteria);
+  const results = await describeVariations(trx, test.user_id, test.type, loaded);
+  await applyDecision(trx, test, winner, 'manual', results, loaded.rows.map((r) => r.id));
+  return true;
+}
+
+/** The decision as a job of the job runner, due `duration_minutes` after the test group's last message. */
+export const abDecision = defineJob<{ singleSendId: number }>({
+  name: 'ab_decision',
+  transactional: true,
+  settings: () => ({
+    maxAttempts: 10,
+    retryBaseMs: 30_000,
+    retryMaxMs: 3_600_000,
+    // Releasing a million held rows takes seconds; the lease leaves room for a slow database.
+    leaseMs: 600_000,
+    concurrency: 2,
+  }),
+  handle: async ({ db, logger }: JobDeps, job) => {
+    const decided = await decideOnEvidence(db as Knex.Transaction, job.user_id, job.payload.singleSendId);
+    logger.info({ singleSend: job.payload.singleSendId, ...decided }, 'A/B test decided on its evidence');
+    return { ok: true };
+  },
+});
+
+/**
+ * Housekeeping: tests whose test group has no message left to send (the partial index
+ * deliveries_ab_test_pending_index holds exactly those still queued or sending) are noted as done
+ * now; their decision is queued for the end of their duration, or, with manual criteria, they
+ * wait for a person. Returns how many were noted.
+ */
+export async function noticeFinishedTestGroups(db: Knex): Promise<number> {
+  return db.transaction(async (trx) => {
+    const { rows } = await trx.raw(
+      `SELECT t.user_id, t.single_send_id, t.winner_criteria, t.duration_minutes
+       FROM ab_tests t
+       JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = t.user_id
+       WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL
+         AND s.status IN (${SendStatus.Running}, ${SendStatus.Completed}) AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM deliveries d
+                         WHERE d.single_send_id = t.single_send_id AND d.user_id = t.user_id AND d.ab_phase = ${AbPhase.Test}
+                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
+       ORDER BY t.single_send_id
+       LIMIT 20
+       FOR UPDATE OF t SKIP LOCKED`,
+    );
+    for (const t of rows as Array<{ user_id: number; single_send_id: number; winner_criteria: AbCriteria; duration_minutes: number }>) {
+      const manual = t.winner_criteria === 'manual';
+      const [{ test_done_at: doneAt }] = await trx('ab_tests')
+        .where({ user_id: t.user_id, single_send_id: t.single_send_id })
+        .update({ test_done_at: trx.fn.now(), updated_at: trx.fn.now(), ...(manual ? { status: WAIT.to } : {}) })
+        .returning('test_done_at');
+      if (manual) continue;
+      const runAt = new Date(new Date(doneAt).getTime() + t.duration_minutes * 60_000);
+      await enqueue(trx, abDecision, { userId: t.user_id, payload: { singleSendId: t.single_send_id }, runAt, key: `send:${t.single_send_id}` });
+    }
+    return rows.length;
+  });
+}

@@ -1,0 +1,84 @@
+import { createHmac } from 'node:crypto';
+import type { Knex } from 'knex';
+import { secret } from '../db/secrets';
+import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus } from '../states';
+
+/**
+ * Who is in an A/B send's test group, and which variation each of them gets (docs/decisions.md,
+ * "A/B tests: the split"). Fan-out writes the whole audience as `held` rows; once it is complete,
+ * in the same transaction as its last chunk, the test group is taken from them:
+ *
+ * - every recipient's rank is a keyed hash of the send and the address: md5 of a key (an HMAC of
+ *   the send's utr under the installation's tracking secret, src/db/secrets.ts) and the lower-cased
+ *   address, so the order is uniform, the same whenever it is computed, independent of the order
+ *   rows were written in, and unknown to anyone without the secret;
+ * - the test group is the first round(N × test_percentage / 100) recipients in that order, N the
+ *   recipients written (dropped ones are no recipients), and they are dealt to the variations in
+ *   turn (rank 1 → A, 2 → B, …), so the groups differ in size by one at most;
+ * - they become `queued` with their variation and phase; the rest stay `held` until the decision.
+ *
+ * The audience is therefore fixed when the send starts: a contact added to its list during the
+ * test is no recipient of it.
+ */
+
+const ASSIGN = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Queued);
+const START = abStatus.move(AbStatus.Pending, AbStatus.Testing);
+
+/** The key of a send's ranking: an HMAC of its utr under the installation's secret, as hex. */
+async function rankingKey(db: Knex, utr: string): Promise<string> {
+  return createHmac('sha256', await secret(db, 'tracking')).update(`ab-split:${utr.toLowerCase()}`).digest('hex');
+}
+
+/** The ranking's order, on a deliveries row (alias `d`): the keyed hash, then the address (a tie is all but impossible). */
+const RANK_ORDER = `md5(:key::text || lower(d.email)), lower(d.email)`;
+
+/**
+ * The test group of an A/B send whose audience was just written: ranks the held rows and queues
+ * the first of them, dealt to the variations in turn. Runs in the caller's transaction (the fan-out's
+ * last chunk). Returns the size of the test group, or undefined when the send has no test waiting
+ * to start.
+ */
+export async function startTestGroup(trx: Knex.Transaction, send: { id: number; user_id: number; utr: string }): Promise<number | undefined> {
+  const test = await trx('ab_tests')
+    .where({ single_send_id: send.id, user_id: send.user_id, status: START.from[0] })
+    .forUpdate()
+    .first('test_percentage');
+  if (!test) return undefined;
+  const variations = (await trx('single_send_variations')
+    .where({ single_send_id: send.id, user_id: send.user_id })
+    .orderBy('idx')
+    .pluck('id')) as number[];
+  const key = await rankingKey(trx, send.utr);
+  const { rows } = await trx.raw(
+    `WITH audience AS (
+       SELECT count(*) AS n FROM deliveries d
+       WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${ASSIGN.fromSql})
+     ), picked AS (
+       SELECT d.id, row_number() OVER (ORDER BY ${RANK_ORDER}) AS rank
+       FROM (
+         SELECT d.id, d.email FROM deliveries d
+         WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${ASSIGN.fromSql})
+         ORDER BY ${RANK_ORDER}
+         LIMIT (SELECT round(n * :percentage / 100.0) FROM audience)
+       ) d
+     ), assigned AS (
+       UPDATE deliveries d
+       SET status = ${ASSIGN.toSql}, ab_phase = :phase, next_attempt_at = now(),
+           ab_variation_id = (:variations::int[])[((p.rank - 1) % :k) + 1]
+       FROM picked p
+       WHERE d.id = p.id AND d.user_id = :userId
+       RETURNING d.ab_variation_id
+     )
+     SELECT ab_variation_id, count(*)::int AS n FROM assigned GROUP BY ab_variation_id`,
+    { userId: send.user_id, sendId: send.id, key, percentage: test.test_percentage, phase: AbPhase.Test, variations, k: variations.length },
+  );
+  const counts = new Map((rows as Array<{ ab_variation_id: number; n: number }>).map((r) => [r.ab_variation_id, r.n]));
+  for (const id of variations) {
+    await trx('single_send_variations').where({ id, user_id: send.user_id }).update({ triggered: counts.get(id) ?? 0 });
+  }
+  const size = [...counts.values()].reduce((s, n) => s + n, 0);
+  await trx('ab_tests')
+    .where({ single_send_id: send.id, user_id: send.user_id })
+    .update({ status: START.to, test_size: size, updated_at: trx.fn.now() });
+  return size;
+}
