@@ -20,17 +20,15 @@
  *
  * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Client } from 'pg';
-import { build, checksLine, client, createAccount, finishRun, log, runMain } from './lib/herald';
-import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { checksLine, client, finishRun, log, runMain } from './lib/herald';
+import { serverInfo } from './lib/pg';
 import { median, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
-import { makeFixture, makeList, type Fixture } from './lib/send-fixture';
+import { machineInfo, withSendBench } from './lib/send-bench';
+import { makeList, type Fixture } from './lib/send-fixture';
 import { createSend, sendRow, startServe, type Serve } from './lib/send-herald';
-import { ask, BENCH_LIB, type Child, cleanUpOnStop, killAll, nextMessage, spawnNode } from './lib/send-procs';
+import { ask, type Child } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -154,30 +152,7 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
 
 async function main() {
   const started = Date.now();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-ab-'));
-  let sink: Child | undefined;
-  let c: Client | undefined;
-  let admin: Client | undefined;
-  let dbCreated = false;
-  const cleanup = async () => {
-    await sink?.stop(5_000).catch(() => undefined);
-    killAll();
-    await c?.end().catch(() => undefined);
-    await admin?.end().catch(() => undefined);
-    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  };
-  cleanUpOnStop(cleanup);
-  try {
-    if (!opts.has('no-build')) build();
-    sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: PIN ? '1' : undefined });
-    const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
-    const url = await recreateDatabase(DB);
-    dbCreated = true;
-    const account = await createAccount(url, 'Bench A/B');
-    c = await connect(url);
-    admin = await connect(databaseUrl(DB));
-    const f = await makeFixture(c, account);
+  await withSendBench({ db: DB, account: 'Bench A/B', pin: PIN, keep: opts.has('keep'), build: !opts.has('no-build') }, async ({ dataDir, sink, port, url, c, admin, f }) => {
     const typeId = await makeList(c, f, 'Bench A/B', 'm-', RECIPIENTS);
     await admin.query('VACUUM ANALYZE');
     log(`${RECIPIENTS.toLocaleString('en')} contacts`);
@@ -206,10 +181,10 @@ async function main() {
       rate: ratio >= TARGET.rateRatio,
       stats: ab.stats.medianMs <= TARGET.statsMs,
     };
-    const result = {
+    const file = writeResult('ab', {
       benchmark: 'ab',
       when: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version },
+      machine: machineInfo(),
       postgres: await serverInfo(c),
       recipients: RECIPIENTS,
       target: { ...TARGET, met },
@@ -218,8 +193,7 @@ async function main() {
       ab: { ...ab, quiet: quiet2 },
       checks,
       totalMs: Date.now() - started,
-    };
-    const file = writeResult('ab', result);
+    });
     const verdict = (v: boolean) => (v ? 'PASS' : 'FAIL');
     process.stdout.write(
       [
@@ -233,9 +207,7 @@ async function main() {
       ].join('\n'),
     );
     finishRun(file, started, Object.values(met).every(Boolean), checks);
-  } finally {
-    await cleanup();
-  }
+  });
 }
 
 runMain(main);

@@ -4,6 +4,7 @@ import { AbStatus } from '../states';
 import type { DecidedBy } from './bayes';
 import { describeVariations, loadVariations, type VariationResult } from './results';
 import type { AbCriteria, AbIfInconclusive, AbType } from './settings';
+import type { AbSettingsRow } from './store';
 
 /**
  * The `ab` block of GET /single/send/stats (docs/decisions.md, "A/B tests: the report"):
@@ -30,20 +31,14 @@ export interface AbReport {
   phases: { test: Counts; winner: Counts };
 }
 
-interface TestRow {
-  type: AbType;
-  test_percentage: number;
-  duration_minutes: number;
-  winner_criteria: AbCriteria;
-  confidence: string;
-  if_inconclusive: AbIfInconclusive;
+type TestRow = AbSettingsRow & {
   status: AbStatus;
   test_size: number | null;
   winner: number | null;
   decided_at: string | null;
   decided_by: DecidedBy | null;
   result: { variations: VariationResult[] } | null;
-}
+};
 
 /**
  * The report of a send's A/B test (undefined: an ordinary send), given the send's own counters

@@ -61,8 +61,8 @@ export async function copyAbTest(trx: Knex.Transaction, userId: number, from: nu
   if (plan) await saveAbTest(trx, userId, to, plan);
 }
 
-interface TestRow {
-  single_send_id: number;
+/** An `ab_tests` row's settings, as stored (the confidence a numeric, read as text). */
+export interface AbSettingsRow {
   type: AbType;
   test_percentage: number;
   duration_minutes: number;
@@ -70,6 +70,8 @@ interface TestRow {
   confidence: string;
   if_inconclusive: AbIfInconclusive;
 }
+
+type TestRow = AbSettingsRow & { single_send_id: number };
 
 interface VariationRow {
   single_send_id: number;

@@ -44,6 +44,17 @@ const HERALD_COUNTERS = {
   complaints: 'complaints',
 } as const;
 
+/** A single send's counters, as the spec names them on its record; an A/B variation's are named alike. */
+const SEND_COUNTERS = {
+  triggered: 'triggered',
+  delivered: 'delivered',
+  unique_opens: 'unique_opens',
+  opens: 'total_opens',
+  bounces: 'bounces',
+  unsubscribes: 'unsubscribes',
+  ...HERALD_COUNTERS,
+} as const;
+
 /**
  * Every kind of owner. The CHECK constraints `tracked_links_one_owner` (exactly one owner column
  * set) and `message_stats_hourly_owner_type_check` list the same columns and kinds;
@@ -53,15 +64,7 @@ export const OWNERS = {
   single_send: {
     table: 'single_sends',
     column: 'single_send_id',
-    counters: {
-      triggered: 'triggered',
-      delivered: 'delivered',
-      unique_opens: 'unique_opens',
-      opens: 'total_opens',
-      bounces: 'bounces',
-      unsubscribes: 'unsubscribes',
-      ...HERALD_COUNTERS,
-    },
+    counters: SEND_COUNTERS,
     timeline: true,
     named: true,
   },
@@ -88,15 +91,7 @@ export const OWNERS = {
   ab_variation: {
     table: 'single_send_variations',
     column: 'ab_variation_id',
-    counters: {
-      triggered: 'triggered',
-      delivered: 'delivered',
-      unique_opens: 'unique_opens',
-      opens: 'total_opens',
-      bounces: 'bounces',
-      unsubscribes: 'unsubscribes',
-      ...HERALD_COUNTERS,
-    },
+    counters: SEND_COUNTERS,
     timeline: false,
     named: false,
   },

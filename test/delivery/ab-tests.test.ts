@@ -1,6 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { ParsedMail } from 'mailparser';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
@@ -10,6 +9,7 @@ import { api, setupApp } from '../helpers/app';
 import { describeBrowser, launchChromium } from '../helpers/browser';
 import { expectSuccess } from '../helpers/expect';
 import { makeContacts, makeContactType, makeSender } from '../helpers/fixtures';
+import { closeServers, listenLocal } from '../helpers/net';
 import { createSend } from '../helpers/sends';
 import { waitFor } from '../helpers/wait';
 import { setupDelivery, waitForSend } from '../helpers/worker';
@@ -245,23 +245,13 @@ describe('a design test decided by clicks', () => {
     res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><title>The shop</title>');
   });
   let shop = '';
-  const listen = async (s: Server) => {
-    s.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => s.once('listening', resolve));
-    return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
-  };
-
   afterAll(async () => {
     await browser?.close();
-    for (const s of [server, site]) {
-      if (!s) continue;
-      s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
-    }
+    await closeServers(server, site);
   });
 
   beforeAll(async () => {
-    shop = await listen(site);
+    shop = await listenLocal(site);
     people = await audience(40);
     send = await abSend(
       people.list,
@@ -310,7 +300,7 @@ describe('a design test decided by clicks', () => {
 
   describeBrowser('a click in a real browser', () => {
     it('counts a person’s click on a tracked link of variation B', async () => {
-      const base = await listen((server = http.createServer(app)));
+      const base = await listenLocal((server = http.createServer(app)));
       const mails = await messagesOf(people.domain);
       const split = await storedSplit(send.id, 1);
       const [, [mail]] = [...mails].filter(([to]) => split.get(to) === 1)[5];

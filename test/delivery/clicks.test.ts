@@ -1,5 +1,4 @@
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { clickToken } from '../../src/recipient-token';
@@ -7,6 +6,7 @@ import { secret } from '../../src/db/secrets';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeBrowser, launchChromium } from '../helpers/browser';
 import { makeContacts, makeContactType } from '../helpers/fixtures';
+import { closeServers, listenLocal } from '../helpers/net';
 import { createSend } from '../helpers/sends';
 import type { SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
@@ -198,28 +198,15 @@ describeBrowser('a click in a real browser', () => {
   let server: Server;
   let site: Server;
   let browser: Browser;
-  const listen = async (s: Server) => {
-    s.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve, reject) => {
-      s.once('listening', resolve);
-      s.once('error', reject);
-    });
-    return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
-  };
-
   afterAll(async () => {
     await browser?.close();
-    for (const s of [server, site]) {
-      if (!s) continue;
-      s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
-    }
+    await closeServers(server, site);
   });
 
   it('follows the tracked link from the message to its destination and records the click', async () => {
-    const base = await listen((server = http.createServer(app)));
+    const base = await listenLocal((server = http.createServer(app)));
     const seen: string[] = [];
-    const siteBase = await listen(
+    const siteBase = await listenLocal(
       (site = http.createServer((req, res) => {
         seen.push(req.url!);
         res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><title>The shop</title><h1>Welcome</h1>');

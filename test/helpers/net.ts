@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import net from 'node:net';
 
 /** A TCP port nobody listens on right now (listen on 0, read it, close). */
@@ -10,4 +11,23 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Starts an HTTP server on a free port of 127.0.0.1; resolves with its base URL. */
+export async function listenLocal(server: http.Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+}
+
+/** Closes HTTP servers (those started at all), their open connections first. */
+export async function closeServers(...servers: Array<http.Server | undefined>): Promise<void> {
+  for (const s of servers) {
+    if (!s) continue;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
 }
