@@ -88,12 +88,17 @@ function loadSteps() {
  * signature formatting — without its stream parser, and with a parsed key: mailauth's
  * `dkimSign` re-reads the PEM key of every message (≈0.3 ms, as long as the RSA signature
  * itself) and streams the message through a parser (bench/README.md, `bench:send --dkim`).
+ *
+ * The RSA signature, most of the CPU a message costs, is made in libuv's thread pool
+ * (`crypto.sign` with a callback), so the sender's lanes keep several messages signing at once
+ * on the other cores while the main thread renders and talks SMTP (docs/decisions.md, "DKIM
+ * and sender DNS"). RSASSA-PKCS1-v1_5 is deterministic: the same bytes as signing inline.
  */
-export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): string {
+export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): Promise<string> {
   const { dkimBody, generateCanonicalizedHeader, formatSignatureHeaderLine, getSigningHeaderLines, parseHeaders } = (steps ??= loadSteps());
   const buf = Buffer.from(raw);
   const end = buf.indexOf('\r\n\r\n');
-  if (end < 0) throw new Error('DKIM signing failed: the message has no body');
+  if (end < 0) return Promise.reject(new Error('DKIM signing failed: the message has no body'));
   const headers = parseHeaders(buf.subarray(0, end + 2));
   const body = dkimBody('relaxed', 'sha256', false);
   body.update(buf.subarray(end + 4));
@@ -106,8 +111,13 @@ export function dkimSignatureLine(raw: string, key: { domain: string; selector: 
     // Given, so t= is the same in the signed text and the header (mailauth's default reads the clock twice).
     signTime,
   });
-  dkimHeaderOpts.b = sign('rsa-sha256', canonicalizedHeader, key.key).toString('base64');
-  return `${formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true)}\r\n`;
+  return new Promise((resolve, reject) =>
+    sign('rsa-sha256', canonicalizedHeader, key.key, (err, signature) => {
+      if (err) return reject(err);
+      dkimHeaderOpts.b = signature.toString('base64');
+      resolve(`${formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true)}\r\n`);
+    }),
+  );
 }
 
 /**
@@ -123,5 +133,5 @@ export async function signMessage(
   raw: string,
 ): Promise<string> {
   const key = await keyFor(db, config, userId, signingDomain(from));
-  return dkimSignatureLine(raw, key) + raw;
+  return (await dkimSignatureLine(raw, key)) + raw;
 }
