@@ -9,7 +9,9 @@
  *   raw       Herald's messages pre-rendered to MIME, sent as nodemailer `raw`: the pool's limit
  *             (unsigned; for reference)
  *   signed    the same raw messages, each DKIM-signed right before it goes with Herald's own
- *             signing steps and a key parsed once: the limit for a sender that signs every message
+ *             signing steps and a key parsed once, the RSA signature in libuv's thread pool as
+ *             Herald makes it: the limit for a sender that signs every message (`--no-pin` lets
+ *             the pool's threads use the other CPU; pinned, they share the sender's)
  *
  * Target: Herald ≥ 80 % of the signed baseline (median of the rounds' ratios): every message
  * Herald sends is DKIM-signed (RSA-2048), so the unsigned raw limit is no longer one it could
