@@ -18,18 +18,16 @@
  * --fanout-only stops each run once the audience is written (no memory figure). Prints best
  * and median, writes bench/out/fanout.json, exits 1 on FAIL or a failed check.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Client } from 'pg';
-import { build, checksLine, createAccount, finishRun, log, runMain } from './lib/herald';
-import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { checksLine, finishRun, log, runMain } from './lib/herald';
+import { serverInfo } from './lib/pg';
 import { bestMedian, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { rssSampler } from './lib/send-checks';
-import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
+import { machineInfo, withSendBench } from './lib/send-bench';
+import { makeList, suppress, type Fixture } from './lib/send-fixture';
 import { createSend, sendRow, startServe } from './lib/send-herald';
-import { ask, BENCH_LIB, type Child, cleanUpOnStop, cpuMs, killAll, nextMessage, spawnNode } from './lib/send-procs';
+import { ask, type Child, cpuMs } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -44,7 +42,6 @@ const PIN = !opts.has('no-pin');
 const TARGET = { fanoutMs: 10_000, firstMessageMs: 2_000, peakRssMb: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
 
-const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The table's own cost: the audience in one bare INSERT … SELECT into the empty table, rolled back. */
@@ -127,30 +124,7 @@ async function runOnce(c: Client, admin: Client, url: string, sink: Child, port:
 
 async function main() {
   const started = Date.now();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-fanout-'));
-  let sink: Child | undefined;
-  let c: Client | undefined;
-  let admin: Client | undefined;
-  let dbCreated = false;
-  const cleanup = async () => {
-    await sink?.stop(5_000).catch(() => undefined);
-    killAll();
-    await c?.end().catch(() => undefined);
-    await admin?.end().catch(() => undefined);
-    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  };
-  cleanUpOnStop(cleanup);
-  try {
-    if (!opts.has('no-build')) build();
-    sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: PIN ? '1' : undefined });
-    const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
-    const url = await recreateDatabase(DB);
-    dbCreated = true;
-    const account = await createAccount(url, 'Bench fanout');
-    c = await connect(url);
-    admin = await connect(databaseUrl(DB));
-    const f = await makeFixture(c, account);
+  await withSendBench({ db: DB, account: 'Bench fanout', pin: PIN, keep: opts.has('keep'), build: !opts.has('no-build') }, async ({ dataDir, sink, port, url, c, admin, f }) => {
     const t = Date.now();
     const typeId = await makeList(c, f, 'Bench 1M', 'm-', RECIPIENTS, { prefix: 'sup-', count: SUPPRESSED });
     await suppress(c, f, 'sup-', SUPPRESSED);
@@ -194,7 +168,7 @@ async function main() {
     const result = {
       benchmark: 'fanout',
       when: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version },
+      machine: machineInfo(),
       postgres: await serverInfo(c),
       recipients: RECIPIENTS,
       target: { ...TARGET, met },
@@ -224,9 +198,7 @@ async function main() {
       ].join('\n'),
     );
     finishRun(file, started, !Object.values(met).some((v) => v === false), checks);
-  } finally {
-    await cleanup();
-  }
+  });
 }
 
 runMain(main);

@@ -9,7 +9,9 @@
  *   raw       Herald's messages pre-rendered to MIME, sent as nodemailer `raw`: the pool's limit
  *             (unsigned; for reference)
  *   signed    the same raw messages, each DKIM-signed right before it goes with Herald's own
- *             signing steps and a key parsed once: the limit for a sender that signs every message
+ *             signing steps and a key parsed once, the RSA signature in libuv's thread pool as
+ *             Herald makes it: the limit for a sender that signs every message (`--no-pin` lets
+ *             the pool's threads use the other CPU; pinned, they share the sender's)
  *
  * Target: Herald ≥ 80 % of the signed baseline (median of the rounds' ratios): every message
  * Herald sends is DKIM-signed (RSA-2048), so the unsigned raw limit is no longer one it could
@@ -32,19 +34,19 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
-import { build, checksLine, createAccount, finishRun, log, ROOT, runMain } from './lib/herald';
-import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
+import { checksLine, finishRun, log, ROOT, runMain } from './lib/herald';
+import { serverInfo } from './lib/pg';
 import { median, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { machineShare, runBaseline } from './lib/baseline-run';
 import type { BaselineMode } from './lib/send-baseline';
 import { checkSamples, rssSampler } from './lib/send-checks';
-import { makeFixture, makeList, suppress, type Fixture } from './lib/send-fixture';
+import { machineInfo, withSendBench } from './lib/send-bench';
+import { makeList, suppress, type Fixture } from './lib/send-fixture';
 import { createSend, sendRow, startServe } from './lib/send-herald';
-import { ask, BENCH_LIB, type Child, cleanUpOnStop, cpuMs, killAll, machineBusyMs, nextMessage, spawnNode } from './lib/send-procs';
+import { ask, type Child, cpuMs, machineBusyMs } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -75,12 +77,6 @@ const BASELINE_KEY = generateKeyPairSync('rsa', {
 const best = (xs: number[]) => Math.max(...xs);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function startSink(): Promise<{ sink: Child; port: number }> {
-  const sink = spawnNode('sink', path.join(BENCH_LIB, 'send-sink.ts'), [], { ts: true, ipc: true, cpu: SINK_CPU });
-  const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
-  return { sink, port };
-}
 
 /** --cpu-prof: CPU profiles of each sender, in bench/out/prof/<name>/ (one file per thread). */
 const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', name)] : []);
@@ -200,45 +196,22 @@ function summarise(rounds: Round[]) {
 
 async function main() {
   const started = Date.now();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-send-'));
-  let sink: Child | undefined;
-  let c: Client | undefined;
-  let admin: Client | undefined;
-  let dbCreated = false;
-  const cleanup = async () => {
-    await sink?.stop(5_000).catch(() => undefined);
-    killAll();
-    await c?.end().catch(() => undefined);
-    await admin?.end().catch(() => undefined);
-    if (dbCreated && !opts.has('keep')) await dropDatabase(DB).catch((err) => log(`could not drop ${DB}: ${err.message}`));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  };
-  cleanUpOnStop(cleanup);
-  try {
-    if (!opts.has('no-build')) build();
-    const s = await startSink();
-    sink = s.sink;
-    const url = await recreateDatabase(DB);
-    dbCreated = true;
-    const account = await createAccount(url, 'Bench send');
-    c = await connect(url);
-    admin = await connect(databaseUrl(DB));
-    const f = await makeFixture(c, account);
+  await withSendBench({ db: DB, account: 'Bench send', pin: PIN, keep: opts.has('keep'), build: !opts.has('no-build') }, async ({ dataDir, sink, port, url, c, admin, f }) => {
     const typeId = await makeList(c, f, 'Bench 100k', 'r-', RECIPIENTS, { prefix: 'sup-', count: SUPPRESSED });
     await suppress(c, f, 'sup-', SUPPRESSED);
     await admin.query('VACUUM ANALYZE');
     await admin.query('CHECKPOINT');
     const html = (await c.query<{ html_code: string }>('SELECT html_code FROM templates WHERE id = 2')).rows[0].html_code;
-    log(`${(RECIPIENTS + SUPPRESSED).toLocaleString('en')} contacts (${SUPPRESSED} suppressed); sink on port ${s.port}`);
+    log(`${(RECIPIENTS + SUPPRESSED).toLocaleString('en')} contacts (${SUPPRESSED} suppressed); sink on port ${port}`);
 
     const rounds: Round[] = [];
     for (let r = 1; r <= RUNS; r += 1) {
       const quiet = await waitForQuiet(120_000);
-      const raw = await baseline('raw', sink, s.port, html);
+      const raw = await baseline('raw', sink, port, html);
       log(`round ${r}/${RUNS}: raw baseline ${raw.rate.toFixed(0)} msg/s (${raw.cpuMsPerMessage} ms CPU/msg, sink ${raw.sinkCpuMsPerMessage}, cores busy ${raw.machine.coresBusy}); background ${quiet}`);
-      const composed = await baseline(DKIM ? 'dkim' : 'signed', sink, s.port, html);
+      const composed = await baseline(DKIM ? 'dkim' : 'signed', sink, port, html);
       log(`round ${r}/${RUNS}: ${DKIM ? 'nodemailer dkim' : 'signed raw'} baseline ${composed.rate.toFixed(0)} msg/s (${composed.cpuMsPerMessage} ms CPU/msg)`);
-      const herald = await runHerald(c, admin, url, sink, s.port, f, typeId, dataDir, r);
+      const herald = await runHerald(c, admin, url, sink, port, f, typeId, dataDir, r);
       log(
         `round ${r}/${RUNS}: Herald ${herald.rate.toFixed(0)} msg/s = ${((herald.rate / raw.rate) * 100).toFixed(0)} % of raw ` +
           `(${(herald.createToCompletedMs / 1000).toFixed(1)} s, fan-out ${herald.fanoutMs} ms, first message ${herald.firstMessageMs} ms, ` +
@@ -252,7 +225,7 @@ async function main() {
     const result = {
       benchmark: DKIM ? 'send-dkim' : 'send',
       when: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version },
+      machine: machineInfo(),
       postgres: await serverInfo(c),
       pinning: PIN ? { sender: `CPU ${SENDER_CPU}`, sink: `CPU ${SINK_CPU}`, postgres: 'unpinned' } : 'none',
       recipients: RECIPIENTS,
@@ -285,9 +258,7 @@ async function main() {
       ].join('\n'),
     );
     finishRun(file, started, pass, checks);
-  } finally {
-    await cleanup();
-  }
+  });
 }
 
 runMain(main);

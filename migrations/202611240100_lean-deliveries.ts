@@ -1,24 +1,7 @@
 import type { Knex } from 'knex';
 
-/**
- * Recipient rows cost less to write and to move through the queue (bench/README.md, "Fan-out"):
- *
- * - No copy of the contact per row: the worker reads a recipient's placeholder values when it
- *   claims the row (`data` stays only for hand-added segment recipients, who are no contact).
- * - No stored token: the token in a message's links is an HMAC of the row's key with a secret
- *   kept once in `herald_secrets` (src/recipient-token.ts), so it needs neither a random value
- *   per row nor a unique index. Rows written before this migration keep their stored token
- *   (links already mailed keep working), behind a partial index that new rows never enter.
- * - One queue index for claiming and for taking over expired leases (a claimed row's
- *   `next_attempt_at` is the end of its lease), instead of a due index, a lease index and a
- *   per-send status index that every insert and every status change had to maintain.
- * - deliveries' references to its account, single send and automation are checked once per
- *   statement over the rows it wrote, as contacts' are (migration 202611230100), not by three
- *   per-row foreign-key triggers: 1,000,000 recipients took 11.6 s instead of 19.2 s to write
- *   with only this changed. The parents refuse to go while deliveries refer to them, and an
- *   account's deletion takes its deliveries along, as the foreign keys did.
- */
-const REFERENCE_CHECKS = `
+/** The first statement-level check (migration 202612110300 made it read the rows once; its down restores this). */
+export const CHECK_REFERENCES_THREE_READS = `
 CREATE FUNCTION deliveries_check_references() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
   missing record;
@@ -59,7 +42,28 @@ BEGIN
   END IF;
   RETURN NULL;
 END
-$fn$;
+$fn$;`;
+
+/**
+ * Recipient rows cost less to write and to move through the queue (bench/README.md, "Fan-out"):
+ *
+ * - No copy of the contact per row: the worker reads a recipient's placeholder values when it
+ *   claims the row (`data` stays only for hand-added segment recipients, who are no contact).
+ * - No stored token: the token in a message's links is an HMAC of the row's key with a secret
+ *   kept once in `herald_secrets` (src/recipient-token.ts), so it needs neither a random value
+ *   per row nor a unique index. Rows written before this migration keep their stored token
+ *   (links already mailed keep working), behind a partial index that new rows never enter.
+ * - One queue index for claiming and for taking over expired leases (a claimed row's
+ *   `next_attempt_at` is the end of its lease), instead of a due index, a lease index and a
+ *   per-send status index that every insert and every status change had to maintain.
+ * - deliveries' references to its account, single send and automation are checked once per
+ *   statement over the rows it wrote, as contacts' are (migration 202611230100), not by three
+ *   per-row foreign-key triggers: 1,000,000 recipients took 11.6 s instead of 19.2 s to write
+ *   with only this changed. The parents refuse to go while deliveries refer to them, and an
+ *   account's deletion takes its deliveries along, as the foreign keys did.
+ */
+const REFERENCE_CHECKS = `
+${CHECK_REFERENCES_THREE_READS}
 
 CREATE TRIGGER deliveries_references_on_insert AFTER INSERT ON deliveries
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION deliveries_check_references();

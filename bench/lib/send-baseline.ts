@@ -13,8 +13,9 @@
  *   dkim      as composed, with the transport's `dkim` option (relaxed/relaxed, RSA-2048): what
  *             signing every message costs the usual way (`bench:send --dkim`);
  *   signed    as raw, each message DKIM-signed right before it goes, with Herald's own signing
- *             steps and a key parsed once (src/dkim/sign.ts) — the pool's limit for a sender that
- *             must sign every message, as Herald does (`bench:send`'s target).
+ *             steps and a key parsed once (src/dkim/sign.ts), the RSA signature made in libuv's
+ *             thread pool as Herald makes it (up to `concurrency` in flight) — the pool's limit
+ *             for a sender that must sign every message (`bench:send`'s target).
  *
  * Parameters come as a JSON file named by BENCH_BASELINE; the result goes back over IPC as
  * { type: 'result', ...BaselineResult }.
@@ -101,7 +102,7 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const send = (i: number) => {
     const v = prepared[i % VARIANTS];
     const to = `${p.prefix}${i}@${p.domain}`;
-    if (signer) return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: dkimSignatureLine(v.raw, signer) + v.raw, messageId: v.messageId });
+    if (signer) return dkimSignatureLine(v.raw, signer).then((line) => transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: line + v.raw, messageId: v.messageId }));
     // The call Herald's mailer makes (src/mail/mailer.ts).
     if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw, messageId: v.messageId });
     return transport.sendMail({

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import pg from 'pg';
+import { ListenSession } from '../db/listen';
 import type { Logger } from '../logger';
 
 /** Channel on which a change of an account's keys is announced (migration 202611230300: a trigger on `accounts`). */
@@ -11,8 +11,6 @@ export const KEYS_LISTENER_APP = 'herald-key-cache';
 
 const TTL_MS = 60_000;
 const MAX_ENTRIES = 10_000;
-const RETRY_MIN_MS = 500;
-const RETRY_MAX_MS = 30_000;
 
 interface Entry {
   userId: number;
@@ -43,41 +41,53 @@ export class KeyCache {
   private readonly maxEntries: number;
   /** Bumped by every invalidation: a lookup that raced one does not store its answer. */
   private generation = 0;
-  private client?: pg.Client;
-  private listening = false;
-  private stopped = false;
-  private retryTimer?: NodeJS.Timeout;
-  private retryMs = RETRY_MIN_MS;
+  private readonly session: ListenSession;
 
-  constructor(private readonly opts: KeyCacheOptions) {
+  constructor(opts: KeyCacheOptions) {
     this.ttlMs = opts.ttlMs ?? TTL_MS;
     this.maxEntries = opts.maxEntries ?? MAX_ENTRIES;
+    this.session = new ListenSession({
+      connection: { connectionString: opts.url },
+      applicationName: KEYS_LISTENER_APP,
+      channel: KEYS_CHANNEL,
+      logger: opts.logger,
+      onNotification: (payload, client) => {
+        const userId = Number(payload);
+        this.forget(userId);
+        client.query('SELECT pg_notify($1, $2)', [KEYS_ACK_CHANNEL, String(userId)]).catch((err: unknown) => {
+          opts.logger.warn({ err, userId }, 'key cache: could not confirm an invalidation');
+        });
+      },
+      // Whatever changed while nobody listened is unknown: start empty.
+      onListening: () => this.clear(),
+      onLost: () => this.clear(),
+      lostMessage: 'key cache: not listening for key changes; every request checks its keys in the database until it is back',
+      backMessage: 'key cache: listening for key changes again',
+    });
   }
 
   /** Resolves once listening, or after a failed first attempt (it keeps retrying meanwhile). */
   start(): Promise<void> {
-    this.stopped = false;
-    return this.connect();
+    return this.session.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    const client = this.client;
-    this.client = undefined;
-    this.listening = false;
     this.entries.clear();
-    await client?.end().catch(() => undefined);
+    await this.session.stop();
   }
 
   /** True while invalidations reach this process (entries are only served then). */
   get active(): boolean {
-    return this.listening;
+    return this.session.listening;
   }
 
   /** The listening session's backend pid, while listening (for diagnostics and tests). */
   get sessionPid(): number | undefined {
-    return this.listening ? (this.client as unknown as { processID?: number } | undefined)?.processID : undefined;
+    return this.session.sessionPid;
+  }
+
+  private get listening(): boolean {
+    return this.session.listening;
   }
 
   /** The account of a pair verified before, or undefined (then ask the database). */
@@ -115,55 +125,5 @@ export class KeyCache {
   private clear(): void {
     this.generation += 1;
     this.entries.clear();
-  }
-
-  private async connect(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client({
-      connectionString: this.opts.url,
-      application_name: KEYS_LISTENER_APP,
-      connectionTimeoutMillis: 5000,
-      keepAlive: true,
-    });
-    this.client = client;
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client));
-    client.on('notification', (msg) => {
-      if (msg.channel !== KEYS_CHANNEL) return;
-      const userId = Number(msg.payload);
-      this.forget(userId);
-      client.query('SELECT pg_notify($1, $2)', [KEYS_ACK_CHANNEL, String(userId)]).catch((err: unknown) => {
-        this.opts.logger.warn({ err, userId }, 'key cache: could not confirm an invalidation');
-      });
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${KEYS_CHANNEL}`);
-    } catch (err) {
-      this.lost(client, err);
-      return;
-    }
-    if (this.client !== client) return;
-    // Whatever changed while nobody listened is unknown: start empty.
-    this.clear();
-    this.listening = true;
-    if (this.retryMs > RETRY_MIN_MS) this.opts.logger.info('key cache: listening for key changes again');
-    this.retryMs = RETRY_MIN_MS;
-  }
-
-  private lost(client: pg.Client, err?: unknown): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    const wasListening = this.listening;
-    this.listening = false;
-    this.clear();
-    client.end().catch(() => undefined);
-    if (this.stopped) return;
-    if (wasListening || this.retryMs === RETRY_MIN_MS) {
-      this.opts.logger.warn({ err }, 'key cache: not listening for key changes; every request checks its keys in the database until it is back');
-    }
-    this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
-    this.retryTimer.unref();
-    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }
 }

@@ -13,6 +13,7 @@ import type { Mailer } from '../mail/mailer';
 import { completeSends, fanOutSome, startDueSends } from './scheduler';
 import { Sender } from './sender';
 import { GlobalThrottle, Throttle } from './throttle';
+import { WakeListener } from './wake-up';
 import { Alarm } from '../alarm';
 
 export interface WorkerDeps {
@@ -42,7 +43,8 @@ interface Loop {
  * WEBHOOK_TIMEOUT_MS a request) or an SMTP server slow to take a notice holds up nothing else:
  *
  * - `housekeeping`: starts due sends, runs automations, writes audiences (fan-out) and completes
- *   sends (src/delivery/scheduler.ts, automation-engine.ts);
+ *   sends (src/delivery/scheduler.ts, automation-engine.ts); the API wakes it when it made a send
+ *   due or set an automation live (src/delivery/wake-up.ts, a LISTEN session of the worker's own);
  * - `sending`: claims recipient rows, renders, sends and records them (src/delivery/sender.ts);
  * - `webhooks`: batches new events for webhook endpoints and sends due webhook batches
  *   (src/webhooks/dispatch.ts; batches are jobs of the job runner, src/jobs);
@@ -59,12 +61,15 @@ export class Worker {
   /** Each loop naps on its own alarm; another loop rings it when it made work for it. */
   private readonly alarms = new Map<string, Alarm>();
   private readonly bounceMailbox?: BounceMailboxFollower;
+  /** The API's wake-ups (a send due now, an automation set live): housekeeping need not wait its poll. */
+  private readonly wakeUps: WakeListener;
 
   constructor(private readonly deps: WorkerDeps) {
     const throttle =
       deps.config.sendRateScope === 'global' ? new GlobalThrottle(deps.db, deps.config.sendRate) : new Throttle(deps.config.sendRate);
     this.sender = new Sender({ ...deps, designs: new DesignCache(deps.db, deps.config), throttle });
     if (deps.config.bounceImapUrl) this.bounceMailbox = new BounceMailboxFollower(deps);
+    this.wakeUps = new WakeListener(deps.db, deps.logger, (loop) => this.wake(loop));
   }
 
   /** The loops but the bounce mailbox (see the class comment), by name. */
@@ -92,13 +97,14 @@ export class Worker {
     for (const [name] of loops) this.alarms.set(name, new Alarm());
     this.loop = Promise.all(loops.map(([name, loop]) => this.runLoop(name, loop))).then(() => undefined);
     this.bounceMailbox?.start();
+    void this.wakeUps.start();
   }
 
   /** Stops claiming new work, lets the messages in flight finish, and resolves. */
   async stop(): Promise<void> {
     this.running = false;
     for (const alarm of this.alarms.values()) alarm.ring();
-    await Promise.all([this.loop, this.bounceMailbox?.stop()]);
+    await Promise.all([this.loop, this.bounceMailbox?.stop(), this.wakeUps.stop()]);
   }
 
   private wake(name: 'housekeeping' | 'sending' | 'notifications'): void {

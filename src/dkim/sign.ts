@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
-import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { domainToASCII } from 'node:url';
 import type { Config } from '../config';
 import { ensureKey, privateKeyPem, signingDomain } from './keys';
 
 /**
  * DKIM-signs every message Herald sends (campaigns, automations, verification and notification
- * mail) with mailauth's canonicalization, relaxed/relaxed, with the active key of the account
+ * mail), relaxed/relaxed, with the active key of the account
  * and the From domain. The decrypted key is cached per (account, domain) for KEY_TTL_MS, so a worker
  * decrypts once, not per message; a key promoted in this process drops the cache at once
  * (forgetKeys), and other processes pick it up within the TTL — the old key keeps working
@@ -66,49 +67,107 @@ function keyFor(db: Knex, config: Pick<Config, 'masterKey' | 'dataDir'>, userId:
   return loading;
 }
 
+/** The lines of a header block, each with its continuation lines, and its field name in lower case. */
+function parseHeaders(block: string): Array<{ key: string; casedKey: string; line: string }> {
+  const rows: string[] = [];
+  for (const row of block.replace(/[\r\n]+$/, '').split(/\r?\n/)) {
+    if (rows.length && /^\s/.test(row)) rows[rows.length - 1] += `\r\n${row}`;
+    else rows.push(row);
+  }
+  return rows.map((line) => {
+    const casedKey = (/^[^:]+/.exec(line)?.[0] ?? '').trim();
+    return { key: casedKey.toLowerCase(), casedKey, line };
+  });
+}
+
+/** RFC 6376 §3.4.2, relaxed header canonicalization: unfolded, name in lower case, whitespace runs as one space. */
+const relaxedHeader = (line: string) =>
+  line
+    .replace(/\r?\n/g, '')
+    .replace(/^([^:]*):\s*/, (_m, k: string) => `${k.toLowerCase().trim()}:`)
+    .replace(/\s+/g, ' ')
+    .trim();
+
 /**
- * mailauth's signing steps, loaded with the first signature rather than at start-up: their
- * modules (joi, tldts, libmime…) take ≈ 22 MB, which a process that has not sent yet (an idle
- * `herald serve`, a CLI command) need not hold (bench/README.md, idle RSS).
+ * RFC 6376 §3.4.4, relaxed body canonicalization: whitespace at the end of lines dropped, runs of
+ * it as one space, empty lines at the end dropped, and a non-empty body ends with CRLF.
  */
-let steps: ReturnType<typeof loadSteps> | undefined;
-function loadSteps() {
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  return {
-    ...(require('mailauth/lib/dkim/body') as typeof import('mailauth/lib/dkim/body')),
-    ...(require('mailauth/lib/dkim/header') as typeof import('mailauth/lib/dkim/header')),
-    ...(require('mailauth/lib/tools') as typeof import('mailauth/lib/tools')),
-  };
-  /* eslint-enable @typescript-eslint/no-require-imports */
+function relaxedBody(body: string): string {
+  const lines = body.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l).replace(/[ \t]+/g, ' ').replace(/ $/, ''));
+  let end = lines.length;
+  while (end > 0 && lines[end - 1] === '') end -= 1;
+  return end ? `${lines.slice(0, end).join('\r\n')}\r\n` : '';
+}
+
+/** Folds a header line at its spaces, lines of at most 76 characters where the words allow. */
+function fold(line: string): string {
+  const out: string[] = [];
+  let current = '';
+  for (const word of line.split(' ')) {
+    if (current && current.length + 1 + word.length > 76) {
+      out.push(current);
+      current = ` ${word}`;
+    } else {
+      current = current ? `${current} ${word}` : word;
+    }
+  }
+  out.push(current);
+  return out.join('\r\n');
+}
+
+/** The tags of the DKIM-Signature header, in the order mailauth writes them; `b` last. */
+function signatureHeader(tags: Record<string, string | number>, b: string): string {
+  const value = Object.entries(tags)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('; ');
+  // The signature in pieces of 75 characters, so the line folds between them.
+  return `DKIM-Signature: ${value}; ${`b=${b}`.replace(/.{75}/g, '$& ').trim()}`;
 }
 
 /**
- * The DKIM-Signature header line (CRLF-terminated) for a raw message, made with the steps of
- * mailauth's DkimSigner — its header parser, relaxed body hash, header canonicalization and
- * signature formatting — without its stream parser, and with a parsed key: mailauth's
- * `dkimSign` re-reads the PEM key of every message (≈0.3 ms, as long as the RSA signature
- * itself) and streams the message through a parser (bench/README.md, `bench:send --dkim`).
+ * The DKIM-Signature header line (CRLF-terminated) for a raw message, relaxed/relaxed, signing
+ * SIGNED_HEADERS that are present (bottom-up, every instance). The canonicalizations are
+ * RFC 6376's and produce mailauth's bytes — `test/unit/dkim-sign.test.ts` checks the line
+ * against mailauth's `dkimSign` and `dkimVerify` — but without mailauth at run time: its
+ * modules (joi, tldts, libmime…) cost ≈ 23 MB of every sending process's memory (bench/README.md,
+ * "Send"), and its `dkimSign` re-reads the PEM key of every message and streams it through a
+ * parser (`bench:send --dkim`).
+ *
+ * The RSA signature, most of the CPU a message costs, is made in libuv's thread pool
+ * (`crypto.sign` with a callback), so the sender's lanes keep several messages signing at once
+ * on the other cores while the main thread renders and talks SMTP (docs/decisions.md, "DKIM
+ * and sender DNS"). RSASSA-PKCS1-v1_5 is deterministic: the same bytes as signing inline.
  */
-export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): string {
-  const { dkimBody, generateCanonicalizedHeader, formatSignatureHeaderLine, getSigningHeaderLines, parseHeaders } = (steps ??= loadSteps());
-  const buf = Buffer.from(raw);
-  const end = buf.indexOf('\r\n\r\n');
-  if (end < 0) throw new Error('DKIM signing failed: the message has no body');
-  const headers = parseHeaders(buf.subarray(0, end + 2));
-  const body = dkimBody('relaxed', 'sha256', false);
-  body.update(buf.subarray(end + 4));
-  const { canonicalizedHeader, dkimHeaderOpts } = generateCanonicalizedHeader('DKIM', getSigningHeaderLines(headers.parsed, SIGNED_HEADERS), {
-    signingDomain: key.domain,
-    selector: key.selector,
-    algorithm: 'rsa-sha256',
-    canonicalization: 'relaxed/relaxed',
-    bodyHash: body.digest('base64'),
-    // Given, so t= is the same in the signed text and the header (mailauth's default reads the clock twice).
-    signTime,
-  });
-  dkimHeaderOpts.b = sign('rsa-sha256', canonicalizedHeader, key.key).toString('base64');
-  return `${formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true)}\r\n`;
+export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): Promise<string> {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) return Promise.reject(new Error('DKIM signing failed: the message has no body'));
+  const wanted = SIGNED_HEADER_KEYS;
+  const signing = parseHeaders(raw.slice(0, end + 2))
+    .filter((h) => wanted.has(h.key))
+    .reverse();
+  const tags = {
+    v: 1,
+    a: 'rsa-sha256',
+    c: 'relaxed/relaxed',
+    d: domainToASCII(key.domain) || key.domain,
+    h: signing.map((h) => h.casedKey).join(': '),
+    q: 'dns/txt',
+    s: domainToASCII(key.selector) || key.selector,
+    t: Math.floor(signTime.getTime() / 1000),
+    bh: createHash('sha256').update(relaxedBody(raw.slice(end + 4)), 'utf8').digest('base64'),
+  };
+  // The signed text: the signed headers and this header with an empty b= (folded as it will be sent).
+  const unsigned = relaxedHeader(fold(signatureHeader(tags, 'a'.repeat(73)))).replace(/([;:\s]+b=)[^;]+/, '$1');
+  const text = `${signing.map((h) => `${relaxedHeader(h.line)}\r\n`).join('')}${unsigned}`;
+  return new Promise((resolve, reject) =>
+    sign('sha256', Buffer.from(text, 'utf8'), key.key, (err, signature) => {
+      if (err) return reject(err);
+      resolve(`${fold(signatureHeader(tags, signature.toString('base64')))}\r\n`);
+    }),
+  );
 }
+
+const SIGNED_HEADER_KEYS = new Set(SIGNED_HEADERS.toLowerCase().split(':'));
 
 /**
  * The message with its DKIM-Signature header first. `from` is the From address (its domain is
@@ -123,5 +182,5 @@ export async function signMessage(
   raw: string,
 ): Promise<string> {
   const key = await keyFor(db, config, userId, signingDomain(from));
-  return dkimSignatureLine(raw, key) + raw;
+  return (await dkimSignatureLine(raw, key)) + raw;
 }

@@ -1,6 +1,6 @@
 import { GLOBAL_TABLES, REFERENCE_TABLES } from '../../src/db/citus';
 import { makeAccount, setupApp } from '../helpers/app';
-import { makeContactType, makeContacts } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
 
 /**
  * The schema stays distributable by account (Citus, docs/scaling.md): read from the
@@ -135,5 +135,52 @@ describe('contacts reference their account’s contact type and a country', () =
     more[500] = { ...more[500], contact_type_id: type + 100_000 };
     await expect(db('contacts').insert(more)).rejects.toMatchObject(fk);
     expect(Number((await db('contacts').where({ user_id: a.id }).count('* as n'))[0].n)).toBe(1000);
+  });
+});
+
+describe('deliveries reference their account, single send and automation', () => {
+  const fk = { code: '23503' };
+
+  async function sendOf(account: Awaited<ReturnType<typeof makeAccount>>): Promise<number> {
+    const sender = await makeSender(db, account);
+    const group = await makeGroup(db, account);
+    const [{ id }] = await db('single_sends')
+      .insert({ user_id: account.id, utr: db.raw('gen_random_uuid()'), template_id: 2, sender_id: sender, unsubscribe_group_id: group, single_send_name: 'refs', subject: 's', preheader: 'p', from_sender: 'a@example.com', reply_to: 'a@example.com', status: 0 })
+      .returning('id');
+    return id as number;
+  }
+
+  it('names the missing parent as the foreign keys did: the account first, then the single send, then the automation', async () => {
+    const [a, b] = await Promise.all([makeAccount(db), makeAccount(db)]);
+    const sendOfB = await sendOf(b);
+    const row = (over: Record<string, unknown>) => ({ user_id: a.id, email: 'x@example.com', ...over });
+    await expect(db('deliveries').insert(row({ single_send_id: sendOfB }))).rejects.toMatchObject({
+      ...fk,
+      constraint: 'deliveries_single_send_id_foreign',
+      detail: `Key (single_send_id, user_id)=(${sendOfB}, ${a.id}) is not present in table "single_sends".`,
+    });
+    await expect(db('deliveries').insert(row({ automation_id: 2_000_000_000, automation_schedule_id: 1 }))).rejects.toMatchObject({
+      ...fk,
+      constraint: 'deliveries_automation_fk',
+      detail: `Key (automation_id, user_id)=(2000000000, ${a.id}) is not present in table "automations".`,
+    });
+    // Several missing in one statement: the account's is reported, then the single send's.
+    await expect(
+      db('deliveries').insert([row({ automation_id: 2_000_000_000, automation_schedule_id: 1 }), row({ single_send_id: sendOfB, email: 'y@example.com' }), row({ user_id: 2_000_000_000, single_send_id: sendOfB, email: 'z@example.com' })]),
+    ).rejects.toMatchObject({ ...fk, constraint: 'deliveries_user_id_foreign', detail: 'Key (user_id)=(2000000000) is not present in table "accounts".' });
+    await expect(
+      db('deliveries').insert([row({ automation_id: 2_000_000_000, automation_schedule_id: 1 }), row({ single_send_id: sendOfB, email: 'y@example.com' })]),
+    ).rejects.toMatchObject({ ...fk, constraint: 'deliveries_single_send_id_foreign' });
+  });
+
+  it('takes a chunk whose rows are all the account’s, and refuses the whole statement for one bad row among a thousand', async () => {
+    const a = await makeAccount(db);
+    const send = await sendOf(a);
+    const rows = Array.from({ length: 1000 }, (_, i) => ({ user_id: a.id, single_send_id: send, email: `r${i}@example.com` }));
+    await db('deliveries').insert(rows.slice(0, 500));
+    const more = rows.slice(500);
+    more[250] = { ...more[250], single_send_id: send + 100_000 };
+    await expect(db('deliveries').insert(more)).rejects.toMatchObject({ ...fk, constraint: 'deliveries_single_send_id_foreign' });
+    expect(Number((await db('deliveries').where({ user_id: a.id }).count('* as n'))[0].n)).toBe(500);
   });
 });

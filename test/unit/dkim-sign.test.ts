@@ -33,11 +33,15 @@ const messages = [
   // A hand-written message: whitespace runs, trailing blanks and empty lines at the end of the body.
   'From: news@acme.test\r\nTo:  ada@example.com \r\nSubject: Hi\r\n\tthere\r\nDate: Mon, 23 Nov 2026 10:00:00 +0000\r\nMessage-ID: <x@acme.test>\r\n' +
     'MIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nHello   world \t\r\n\r\n \r\n\r\n',
+  // Edge cases of relaxed canonicalization: leading whitespace, a bare LF, no CRLF at the end; a repeated
+  // signed header (both are signed, bottom-up); an empty body.
+  'From: news@acme.test\r\nTo: ada@example.com\r\nTo:   grace@example.com\r\nSubject:   Hi   there  \r\n\r\n  indented\t\tline\nbare LF line\r\nlast line without CRLF',
+  'From: news@acme.test\r\nSubject: empty\r\n\r\n',
 ];
 
 describe('dkimSignatureLine', () => {
   it.each(messages.map((m, i) => [i, m]))('signs message %i so that mailauth verifies it, with its body hash and header list', async (_i, raw) => {
-    const line = dkimSignatureLine(raw as string, key);
+    const line = await dkimSignatureLine(raw as string, key);
     const { results } = await dkimVerify(Buffer.from(line + raw), { resolver } as never);
     expect(results.map((r) => [r.status.result, r.status.comment ?? null])).toEqual([['pass', null]]);
     const theirs = await dkimSign(raw as string, {
@@ -54,10 +58,33 @@ describe('dkimSignatureLine', () => {
 
   it('fails verification once a signed header or the body changes', async () => {
     const raw = messages[0];
-    const signed = dkimSignatureLine(raw, key) + raw;
+    const signed = (await dkimSignatureLine(raw, key)) + raw;
     for (const tampered of [signed.replace('Subject: ', 'Subject: X'), signed.replace(/\r\n\r\n([A-Za-z])/, '\r\n\r\nX$1')]) {
       const { results } = await dkimVerify(Buffer.from(tampered), { resolver } as never);
       expect(results[0].status.result).not.toBe('pass');
     }
+  });
+
+  it('makes, in the thread pool, the bytes mailauth signs inline — also with many signatures in flight at once', async () => {
+    const signTime = new Date('2026-11-26T10:00:00Z');
+    const theirs = await Promise.all(
+      messages.map((raw) =>
+        dkimSign(raw, {
+          canonicalization: 'relaxed/relaxed',
+          algorithm: 'rsa-sha256',
+          headerList: SIGNED_HEADERS,
+          signTime,
+          signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: pair.privateKey }],
+        } as never),
+      ),
+    );
+    // Twenty at once, as the sender's lanes keep them: each line is its own message's.
+    const ours = await Promise.all(Array.from({ length: 20 }, (_, i) => dkimSignatureLine(messages[i % messages.length], key, signTime)));
+    const unfolded = (line: string) => line.replace(/\r\n[ \t]+/g, ' ').replace(/\s+/g, ' ').trim();
+    ours.forEach((line, i) => expect(unfolded(line)).toBe(unfolded(theirs[i % messages.length].signatures)));
+  });
+
+  it('rejects a message without a body instead of signing it', async () => {
+    await expect(dkimSignatureLine('From: a@acme.test\r\nSubject: x\r\n', key)).rejects.toThrow('the message has no body');
   });
 });

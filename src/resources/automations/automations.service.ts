@@ -17,6 +17,7 @@ import {
 } from '../../states';
 import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
+import { wakeWorkers } from '../../jobs/wake';
 
 const AUTOMATIONS = 'automations as a';
 
@@ -188,7 +189,7 @@ export async function duplicateAutomation(ctx: Ctx, utr: string): Promise<string
  * current members aside: only contacts that join afterwards enter (the engine does it).
  */
 export async function setLive(ctx: Ctx, utr: string): Promise<void> {
-  await ctx.db.transaction(async (trx) => {
+  const wentLive = await ctx.db.transaction(async (trx) => {
     const row = await findAutomation(ctx, utr, notFound2, trx, true);
     if (!(await liveGroup(ctx, row.unsubscribe_group_id, trx))) throw refused(LIVE_REFUSED);
     const errors: FieldErrors = {};
@@ -196,7 +197,7 @@ export async function setLive(ctx: Ctx, utr: string): Promise<void> {
     if (errors.automation_for) throw refused('The automation’s contact type or segment no longer exists.');
     const emails = await scoped(ctx, 'automation_schedules', trx).where({ automation_id: row.id }).whereNull('deleted_at').first('id');
     if (!emails) throw refused('Add at least one email before setting the automation live.');
-    if (row.status === AutomationStatus.Live) return; // live already: nothing changes
+    if (row.status === AutomationStatus.Live) return false; // live already: nothing changes
     if (!automationStatus.canMove(row.status, AutomationStatus.Live)) throw refused('The automation cannot be set live from its current status.');
     // Two statements, not coalesce(first_live_at, now()): Citus takes no non-immutable function inside COALESCE in an UPDATE.
     await scoped(ctx, 'automations', trx).where({ id: row.id }).whereNull('first_live_at').update({ first_live_at: trx.fn.now() });
@@ -206,7 +207,10 @@ export async function setLive(ctx: Ctx, utr: string): Promise<void> {
     // In the same transaction: the change and its event are both there or neither is.
     const facts = { automation: row.automation_name, utr: row.utr };
     await recordAccountEvent({ db: trx }, ctx.userId, 'automation.live', `Automation “${row.automation_name}” is live`, facts, { automationId: row.id });
+    return true;
   });
+  // Its entry scan need not wait for a worker's poll.
+  if (wentLive) await wakeWorkers(ctx.db, 'housekeeping');
 }
 
 /** Paused: nothing is sent; due emails wait until it is live again. */

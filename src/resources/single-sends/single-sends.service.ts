@@ -16,6 +16,7 @@ import { checkDesignSource } from '../shared/design-rules';
 import { abSettingsFields, copyAbTest, readAbPlans, saveAbTest } from '../../ab/store';
 import { resolveAbInput } from './ab-input';
 import { decideByHand, lockTest } from '../../ab/decision';
+import { wakeWorkers } from '../../jobs/wake';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
@@ -222,25 +223,34 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
 /** Create → ready: the worker starts it at its time. */
 export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
   const utr = newUtr();
-  await ctx.db.transaction(async (trx) => {
+  const due = await ctx.db.transaction(async (trx) => {
     const { columns, ab } = await resolveInput(ctx, trx, input);
     const [{ id }] = await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns }).returning('id');
     await saveAbTest(trx, ctx.userId, id as number, ab);
+    return columns.due_at;
   });
+  await wakeIfDue(ctx, due);
   return utr;
+}
+
+/** A send due now is started by a woken worker, not at its next poll (src/delivery/wake-up.ts). */
+async function wakeIfDue(ctx: Ctx, due: Date): Promise<void> {
+  if (due.getTime() <= Date.now()) await wakeWorkers(ctx.db, 'housekeeping');
 }
 
 /** Update → ready (again; a draft copy becomes ready); refused once sending has started. */
 export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendInput): Promise<string> {
   await findByUtr(ctx, utr);
-  await ctx.db.transaction(async (trx) => {
+  const due = await ctx.db.transaction(async (trx) => {
     const row = await findByUtr(ctx, utr, trx, true);
     const { columns, ab } = await resolveInput(ctx, trx, input);
     if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
     await scoped(ctx, 'single_sends', trx).where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
     // A full replacement, as the spec's updates are: without A/B fields the send is an ordinary one again.
     await saveAbTest(trx, ctx.userId, row.id, ab);
+    return columns.due_at;
   });
+  await wakeIfDue(ctx, due);
   return utr.toLowerCase();
 }
 
