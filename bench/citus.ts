@@ -343,22 +343,21 @@ async function main() {
     const file = writeResult('citus', result);
     const line = (label: string, x: { single: { best: number; median: number; runs: number[] }; citus: { best: number; median: number; runs: number[] } }, o: number) =>
       `  ${label.padEnd(40)} single ${x.single.median} ms [${x.single.runs.join(', ')}]   citus ${x.citus.median} ms [${x.citus.runs.join(', ')}]   citus ÷ single ${o} ×`;
-    process.stdout.write(
-      [
-        '',
-        `Citus benchmark — ${CONTACTS.toLocaleString('en')} contacts; a coordinator and two workers (ports ${CITUS_PORT}–${CITUS_PORT + 2}) vs one PostgreSQL, same machine (${os.cpus().length} cores), same run; medians [runs]`,
-        line('import (POST /contacts/upload-csv)', steps.import, overheads.import),
-        line(`segment count, not cached (×${REPEAT})`, steps.segmentCount, overheads.segmentCount),
-        line('fan-out (the worker’s chunk statements)', steps.fanout, overheads.fanout),
-        SEND > 0
-          ? `  ${`send of ${SEND.toLocaleString('en')}, create → completed`.padEnd(40)} single ${sends.single?.ms} ms (${sends.single?.msgPerS} msg/s)   citus ${sends.citus ? `${sends.citus.ms} ms (${sends.citus.msgPerS} msg/s), ÷ single ${overheads.send} ×` : 'not run (the worker does not run on Citus in this branch; --send-on-citus)'}`
-          : '  send: not run (--send 0)',
-        `  segment members: single ${counts[0].join('/')}, citus ${counts[1].join('/')}; plain SQL ${segments.single.sqlCount} / ${segments.citus.sqlCount}`,
-        checksLine(checks),
-        `  result: ${pass ? 'PASS' : 'FAIL'} (it works and the results are equal; no speed target); load average (1 min) ${loadAtStart} → ${load()}`,
-        '',
-      ].join('\n'),
-    );
+    const sendLine =
+      SEND > 0
+        ? `  ${`send of ${SEND.toLocaleString('en')}, create → completed`.padEnd(40)} single ${sends.single?.ms} ms (${sends.single?.msgPerS} msg/s)   citus ${sends.citus ? `${sends.citus.ms} ms (${sends.citus.msgPerS} msg/s), ÷ single ${overheads.send} ×` : 'not run (the worker does not run on Citus in this branch; --send-on-citus)'}`
+        : '  send: not run (--send 0)';
+    const summary = [
+      `Citus benchmark — ${CONTACTS.toLocaleString('en')} contacts; a coordinator and two workers (ports ${CITUS_PORT}–${CITUS_PORT + 2}) vs one PostgreSQL, same machine (${os.cpus().length} cores), same run; medians [runs]`,
+      line('import (POST /contacts/upload-csv)', steps.import, overheads.import),
+      line(`segment count, not cached (×${REPEAT})`, steps.segmentCount, overheads.segmentCount),
+      line('fan-out (the worker’s chunk statements)', steps.fanout, overheads.fanout),
+      sendLine,
+      `  segment members: single ${counts[0].join('/')}, citus ${counts[1].join('/')}; plain SQL ${segments.single.sqlCount} / ${segments.citus.sqlCount}`,
+      checksLine(checks),
+      `  result: ${pass ? 'PASS' : 'FAIL'} (it works and the results are equal; no speed target); load average (1 min) ${loadAtStart} → ${load()}`,
+    ];
+    process.stdout.write(`\n${summary.join('\n')}\n`);
     finishRun(file, started, pass, checks);
   } finally {
     await cleanup();
