@@ -47,13 +47,15 @@ smoke() {
   dir=$(mktemp -d)
   bash scripts/citus/createdb.sh herald_smoke
   port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-  DATABASE_URL="$PREFIX/herald_smoke" PORT=$port HOST=127.0.0.1 DATA_DIR="$dir/data" LOG_LEVEL=warn npx tsx src/cli.ts serve >"$dir/serve.log" 2>&1 &
+  # A process group of its own (setsid), stopped whole: npx and tsx's wrapper do not pass SIGTERM on to
+  # the server, which was left running after the script ended.
+  DATABASE_URL="$PREFIX/herald_smoke" PORT=$port HOST=127.0.0.1 DATA_DIR="$dir/data" LOG_LEVEL=warn setsid npx tsx src/cli.ts serve >"$dir/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 240); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; kill -0 $pid 2>/dev/null || break; sleep 0.5; done
   pk=$(sed -n 's/.*PublicKey: \(pk_[A-Za-z0-9]*\).*/\1/p' "$dir/serve.log")
   sk=$(sed -n 's/.*SecretKey: \(sk_[A-Za-z0-9]*\).*/\1/p' "$dir/serve.log")
   body=$(curl -fsS "http://127.0.0.1:$port/contacts-type" -H "PublicKey: $pk" -H "SecretKey: $sk" || true)
-  kill -TERM $pid 2>/dev/null; wait $pid || true
+  kill -TERM -- -"$pid" 2>/dev/null; wait $pid || true
   if echo "$body" | grep -q '"status":"success"'; then note "smoke: herald serve on the cluster answered $body"; rm -rf "$dir"; return 0; fi
   note "smoke: herald serve on the cluster failed"; cat "$dir/serve.log" >&2; rm -rf "$dir"; return 1
 }
