@@ -34,4 +34,12 @@ export const unavailable = () =>
   new AppError(503, 'Service Unavailable: the database cannot be reached, try again shortly', {
     'Retry-After': '5',
   });
+/**
+ * On Citus: the node that holds the account's rows cannot be reached (stopped, restarting, cut
+ * off); the coordinator and the other nodes answer, so other accounts keep working.
+ */
+export const nodeUnavailable = () =>
+  new AppError(503, 'Service Unavailable: the database node that holds this account’s data cannot be reached, try again shortly', {
+    'Retry-After': '5',
+  });
 export const internal = () => new AppError(500, 'Internal Server Error');

@@ -1,10 +1,12 @@
-import { AppError, unavailable } from './errors';
+import { AppError, nodeUnavailable, unavailable } from './errors';
 
 interface PgLikeError {
   code?: string;
   message?: string;
   constraint?: string;
   column?: string;
+  /** PostgreSQL's CONTEXT: Citus names the node whose error it relays there. */
+  where?: string;
 }
 
 /** Connection-level errors: the database is down, restarting or unreachable. */
@@ -27,7 +29,8 @@ const CONNECTION_CODES = new Set([
 ]);
 
 function isConnectionError(err: PgLikeError): boolean {
-  if (err.code && CONNECTION_CODES.has(err.code)) return true;
+  // Class 08, connection exception: every code of it.
+  if (err.code && (CONNECTION_CODES.has(err.code) || err.code.startsWith('08'))) return true;
   const m = err.message ?? '';
   return (
     m.includes('Timeout acquiring a connection') ||
@@ -38,13 +41,26 @@ function isConnectionError(err: PgLikeError): boolean {
 }
 
 /**
+ * On Citus, a worker node that cannot be reached: the coordinator answers 08006 "connection to
+ * the remote node <user>@<host>:<port> failed with the following error: Connection refused"
+ * (or "…: connection not open" for a statement cut off mid-way; seen on the test cluster with a
+ * node stopped), and relays a node's own shutdown errors (57P01…) naming the node in CONTEXT
+ * ("while executing command on <host>:<port>"). Only that account's node is down: the answer
+ * says so, and other accounts keep working.
+ */
+function isNodeError(err: PgLikeError): boolean {
+  // Not anchored: knex puts the statement before the server's message.
+  return /connection to the remote node \S+ failed/.test(err.message ?? '') || /while executing command on /.test(err.where ?? '');
+}
+
+/**
  * Translates PostgreSQL and driver errors into the envelope's terms, in one place. Services
  * validate before writing, so these are the races and outages that slip past validation.
  */
 export function translateDbError(err: unknown): AppError | undefined {
   if (!err || typeof err !== 'object') return undefined;
   const e = err as PgLikeError;
-  if (isConnectionError(e)) return unavailable();
+  if (isConnectionError(e)) return isNodeError(e) ? nodeUnavailable() : unavailable();
   switch (e.code) {
     case '23505': // unique_violation: a concurrent insert of the same value won
       return new AppError(422, { [uniqueField(e.constraint)]: [`The ${attr(uniqueField(e.constraint))} has already been taken.`] });

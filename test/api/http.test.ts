@@ -5,7 +5,7 @@ import request from 'supertest';
 import { createApp } from '../../src/app';
 import { createDb } from '../../src/db/knex';
 import { REDACT_PATHS } from '../../src/logger';
-import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { api, makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 
 const { app, db, config, mailer } = setupApp();
 let a: TestAccount;
@@ -175,6 +175,33 @@ describe('failures inside the service', () => {
       expectEnvelope(await request(dead).get('/healthz'), 503);
     } finally {
       await down.destroy();
+    }
+  });
+
+  it('a database error of class 08 from the server — Citus’s node that cannot be reached — answers 503 saying so, not 500', async () => {
+    // The route's table, seen through a view whose every read fails as the Citus coordinator
+    // fails a statement for a stopped worker node: SQLSTATE 08006, its wording (STABLE: evaluated
+    // once per statement, even when the account has no rows).
+    const schema = `node_down_${process.pid}`;
+    await db.raw('CREATE SCHEMA ??', [schema]);
+    const nodeDown = createDb({ url: testDatabaseUrl(), poolMax: 2, settings: { search_path: `${schema},public` } });
+    try {
+      await db.raw(
+        `CREATE FUNCTION ??.node_down() RETURNS boolean LANGUAGE plpgsql STABLE AS $$ BEGIN
+           RAISE EXCEPTION USING ERRCODE = '08006', MESSAGE = 'connection to the remote node herald@127.0.0.1:9702 failed with the following error: Connection refused';
+         END $$`,
+        [schema],
+      );
+      await db.raw('CREATE VIEW ??.notification_recipients AS SELECT * FROM public.notification_recipients WHERE ??.node_down()', [schema, schema]);
+      const app = createApp({ config, db: nodeDown, logger: pino({ level: 'silent' }), mailer });
+      const res = await request(app).get('/notification-recipients').set(a.headers);
+      expectEnvelope(res, 503, 'Service Unavailable: the database node that holds this account’s data cannot be reached, try again shortly');
+      expect(res.headers['retry-after']).toBe('5');
+      // The same request on the ordinary tables answers.
+      expect((await request(app).get('/contacts-type').set(a.headers)).status).toBe(200);
+    } finally {
+      await nodeDown.destroy();
+      await db.raw('DROP SCHEMA ?? CASCADE', [schema]);
     }
   });
 });

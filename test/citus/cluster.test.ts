@@ -9,6 +9,7 @@ import { createDb } from '../../src/db/knex';
 import { TEST_MASTER_KEY } from '../helpers/master-key';
 import { closePool, makeAccount, setupApp, testDatabaseUrl } from '../helpers/app';
 import { makeContactType, makeContacts } from '../helpers/fixtures';
+import { accountsOnEachNode, nodeOf, rowsOnShard, workerPorts } from './nodes';
 import { routerCheckedDb, unroutedStatements } from './router-check';
 
 /**
@@ -46,31 +47,13 @@ describe('Herald’s tables on the cluster', () => {
   });
 
   it('spreads accounts over both worker nodes: each account’s rows of every table on one of them', async () => {
-    const { rows: workers } = await db.raw('SELECT node_port FROM citus_get_active_worker_nodes() ORDER BY 1');
-    const nodeOf = async (table: string, userId: number) => {
-      const { rows } = await db.raw(
-        'SELECT nodeport FROM citus_shards WHERE table_name = ?::regclass AND shardid = get_shard_id_for_distribution_column(?, ?::int)',
-        [table, table, userId],
-      );
-      return (rows as Array<{ nodeport: number }>)[0].nodeport;
-    };
-    // New accounts until both nodes hold some (ids hash to shards; two of 40 on one node by chance: 2^-39).
-    const seen = new Map<number, number>();
-    for (let i = 0; i < 40 && seen.size < workers.length; i++) {
-      const a = await makeAccount(db, 'Spread');
-      await makeContacts(db, a, await makeContactType(db, a), [{ email: `one@${a.id}.example.com` }]);
-      seen.set(await nodeOf('contacts', a.id), a.id);
-    }
-    expect([...seen.keys()].sort()).toEqual((workers as Array<{ node_port: number }>).map((w) => w.node_port));
-    for (const [port, userId] of seen) {
+    const seen = await accountsOnEachNode(db);
+    expect([...seen.keys()].sort()).toEqual(await workerPorts(db));
+    for (const [port, a] of seen) {
       // The account's rows of other tables sit on the same node.
-      for (const table of ['contact_types', 'deliveries', 'events', 'single_sends']) expect([table, await nodeOf(table, userId)]).toEqual([table, port]);
+      for (const table of ['contact_types', 'deliveries', 'events', 'single_sends']) expect([table, await nodeOf(db, table, a.id)]).toEqual([table, port]);
       // And its contact is on that node's shard (read there, not through the coordinator).
-      const { rows } = await db.raw(
-        `SELECT result FROM run_command_on_placements('contacts', $$SELECT count(*) FROM %s WHERE user_id = ${Number(userId)}$$) WHERE shardid = get_shard_id_for_distribution_column('contacts', ?::int)`,
-        [userId],
-      );
-      expect(rows).toEqual([{ result: '1' }]);
+      expect(await rowsOnShard(db, 'contacts', a.id)).toBe(1);
     }
   });
 });

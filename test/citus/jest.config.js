@@ -8,7 +8,8 @@ const base = require('../../jest.config.js');
 module.exports = {
   ...base,
   rootDir: '../..',
-  testPathIgnorePatterns: ['/node_modules/'],
+  // test/citus/alone stops a node of the cluster: it runs after the rest (jest.alone.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '/test/citus/alone/'],
   globalSetup: '<rootDir>/test/citus/global-setup.ts',
   globalTeardown: undefined,
 };

@@ -36,9 +36,29 @@ describe('toAppError', () => {
       status: 503,
     });
     expect(toAppError({ code: '57P01' })).toMatchObject({ status: 503 });
+    // Any code of class 08 (connection exception), e.g. a protocol violation.
+    expect(toAppError({ code: '08P01', message: 'invalid message format' })).toMatchObject({ status: 503, headers: { 'Retry-After': '5' } });
     expect(toAppError({ code: '23505', constraint: 'notification_recipients_email_address_unique' })).toMatchObject({
       status: 422,
       errors: { email_address: ['The email address has already been taken.'] },
     });
+  });
+
+  it('maps a Citus worker node that cannot be reached to 503 saying so; the coordinator itself keeps the general wording', () => {
+    const node = 'Service Unavailable: the database node that holds this account’s data cannot be reached, try again shortly';
+    const database = 'Service Unavailable: the database cannot be reached, try again shortly';
+    // As knex reports it: the statement, then the coordinator's error (seen with a node stopped).
+    const refused = {
+      code: '08006',
+      message: 'select * from "contacts" where "user_id" = $1 - connection to the remote node herald@127.0.0.1:9702 failed with the following error: Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?',
+    };
+    expect(toAppError(refused)).toMatchObject({ status: 503, errors: node, headers: { 'Retry-After': '5' } });
+    expect(toAppError({ code: '08006', message: 'connection to the remote node herald@127.0.0.1:9702 failed with the following error: connection not open' })).toMatchObject({ status: 503, errors: node });
+    // A node's own shutdown, relayed by the coordinator with the node in CONTEXT.
+    expect(toAppError({ code: '57P01', message: 'terminating connection due to administrator command', where: 'while executing command on 127.0.0.1:9702' })).toMatchObject({ status: 503, errors: node });
+    expect(toAppError({ code: '57P01', message: 'terminating connection due to administrator command' })).toMatchObject({ status: 503, errors: database });
+    expect(toAppError({ code: '08006', message: 'server closed the connection unexpectedly' })).toMatchObject({ status: 503, errors: database });
+    // The wording alone, without a connection code, is no outage.
+    expect(toAppError({ code: '22P02', message: 'invalid input syntax for type integer: "connection to the remote node x failed"' })).toMatchObject({ status: 422 });
   });
 });
