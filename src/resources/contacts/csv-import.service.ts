@@ -12,7 +12,9 @@ import { scoped } from '../shared/crud';
 import { AddressSet } from './address-set';
 import { bumpContactsVersion } from './contacts-version';
 import {
+  ANALYZE_FOR_MERGE,
   CODE_POINT_COLLATIONS,
+  CONTACTS_STATISTICS,
   COPY_INTO_CONTACTS,
   COPY_INTO_STAGING,
   COPY_TYPE_ADDRESSES,
@@ -70,6 +72,12 @@ const LOAD_ADDRESSES_PER_ROW = 8;
 const READ_CHUNK_BYTES = 64 * 1024;
 /** Sorts and hashes of the merge (a million staged rows sort in ~250 MB) and the reference checks' transition tables stay in memory. */
 const IMPORT_WORK_MEM = '256MB';
+/**
+ * `contacts`' statistics are stale for the merge when the table was never analysed or more
+ * than this share of what the planner believes it holds has changed since (autovacuum's own
+ * threshold for an ANALYZE is 10 %; it may not have run yet, or at all).
+ */
+const STALE_SHARE = 0.2;
 
 export interface ImportOutcome extends ImportCounts {
   id: number;
@@ -236,7 +244,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
   const known = stageAll ? undefined : await knownAddresses(job, client);
   const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
-  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined) : { inserted: 0, updated: 0 };
+  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined, direct) : { inserted: 0, updated: 0 };
   // Cached segment counts of this type are stale now (see contacts-version.ts).
   await withinDeadline(job, client);
   await bumpContactsVersion(trx, ctx.userId, [typeId]);
@@ -361,10 +369,14 @@ function readError(err: unknown, direct: boolean): unknown {
  * MERGE_STAGED over the staging table, then drops it. `lastRowsOnly`: the staging table holds
  * one row per address as the import's address set sees them (LastRowsOnly).
  */
-async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boolean): Promise<Written> {
+async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boolean, direct: number): Promise<Written> {
   const codePoint = await client.query<{ code_point: boolean }>(CODE_POINT_COLLATIONS);
   const collate = codePoint.rows[0]?.code_point ? 'COLLATE "C"' : '';
   await withinDeadline(job, client);
+  if (await statisticsStale(client, direct)) {
+    await client.query(ANALYZE_FOR_MERGE(job.staging));
+    await withinDeadline(job, client);
+  }
   await client.query(MERGE_JOINS);
   const merged = await client
     .query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
@@ -378,6 +390,19 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   await client.query(DROP_STAGING(job.staging));
   // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).
   return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };
+}
+
+/**
+ * Whether the merge would be planned on stale statistics of `contacts`. Planned on none (a
+ * fresh database whose first import went straight in by COPY), the merge scanned every
+ * contact of the account once per staged row and ran for many minutes (docs/decisions.md,
+ * "The import analyses what its merge reads"); autovacuum's ANALYZE comes when it comes.
+ * `direct`: rows this import COPY'd into contacts already, not yet known to the statistics.
+ */
+async function statisticsStale(client: PoolClient, direct: number): Promise<boolean> {
+  const { rows } = await client.query<{ reltuples: number; modified: number }>(CONTACTS_STATISTICS);
+  const { reltuples, modified } = rows[0];
+  return reltuples < 0 || modified + direct > STALE_SHARE * reltuples;
 }
 
 /** The import's counts: rows that lost to a later row of the same address count as skipped. */

@@ -181,10 +181,28 @@ SELECT
  * planner still chose a hash join that reads every contact of the type and hashes them
  * (300 MB for 1,500,000) to update 500,000 of them; the lookups in id order cost less and
  * touch only the pages of the contacts being updated (bench/README.md has the figures).
- * SET LOCAL: MERGE_JOINS_RESET restores the defaults for the rest of the transaction.
+ * SET LOCAL: MERGE_JOINS_RESET restores the defaults for the rest of the transaction. This
+ * does not save a merge planned on no statistics of `contacts` at all (a fresh database): the
+ * import analyses it first when its statistics are stale (CONTACTS_STATISTICS).
  */
 export const MERGE_JOINS = 'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off';
 export const MERGE_JOINS_RESET = 'SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT';
+
+/**
+ * What the planner believes about `contacts` when the merge is planned: `reltuples` (-1:
+ * never analysed) and the rows changed since its last ANALYZE that the statistics system has
+ * been told of (committed work of other sessions; this import's own COPY is not in it yet).
+ */
+export const CONTACTS_STATISTICS = `SELECT c.reltuples::float8 AS reltuples, coalesce(s.n_mod_since_analyze, 0)::float8 AS modified
+FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'contacts'::regclass`;
+
+/**
+ * Statistics of `contacts` and of the staging table, read by the merge's planner. ANALYZE in
+ * the import's transaction sees the rows this import has written so far; an ordinary role that
+ * owns the tables may run it (one that does not gets a warning, not an error).
+ */
+export const ANALYZE_FOR_MERGE = (staging: string) => `ANALYZE contacts; ANALYZE ${staging}`;
 
 /** Database collations whose order is code-point order, i.e. byte order of UTF-8. */
 export const CODE_POINT_COLLATIONS = `SELECT datcollate IN ('C', 'POSIX', 'C.UTF-8', 'C.utf8') AS code_point
