@@ -119,6 +119,7 @@ interface ImportJob {
 interface Written {
   inserted: number;
   updated: number;
+  unchanged: number;
 }
 
 /** Signals that PostgreSQL disagreed with the routing: roll back and stage every row. */
@@ -244,11 +245,11 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
   const known = stageAll ? undefined : await knownAddresses(job, client);
   const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
-  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined, direct) : { inserted: 0, updated: 0 };
-  // Cached segment counts of this type are stale now (see contacts-version.ts).
+  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined, direct) : { inserted: 0, updated: 0, unchanged: 0 };
   await withinDeadline(job, client);
-  await bumpContactsVersion(trx, ctx.userId, [typeId]);
-  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated });
+  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated, unchanged: merged.unchanged });
+  // Cached segment counts of this type are stale now (see contacts-version.ts), unless no row changed anything.
+  if (outcome.inserted + outcome.updated > 0) await bumpContactsVersion(trx, ctx.userId, [typeId]);
   await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
   // The notice commits with the contacts or not at all; its mail is the worker's (outbox).
   await recordAccountEvent({ db: trx }, ctx.userId, 'contacts.imported', `Contacts imported: ${job.fileName}`, {
@@ -258,6 +259,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
     rows_read: outcome.rowsRead,
     inserted: outcome.inserted,
     updated: outcome.updated,
+    unchanged: outcome.unchanged,
     skipped: outcome.skipped,
   });
   return outcome;
@@ -379,7 +381,7 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   }
   await client.query(MERGE_JOINS);
   const merged = await client
-    .query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
+    .query<{ addresses: number; written_here: number; inserted: number; changed: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
     .catch((err: unknown) => {
       // Two staged rows of one address after all (spellings the address set told apart).
       throw (err as { code?: string }).code === '21000' ? new StageEverything() : err;
@@ -388,8 +390,8 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   if (m.ambiguous > 0) throw new StageEverything();
   await client.query(MERGE_JOINS_RESET);
   await client.query(DROP_STAGING(job.staging));
-  // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).
-  return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };
+  // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (changed or not).
+  return { inserted: m.inserted, updated: m.changed, unchanged: m.addresses - m.written_here - m.inserted - m.changed };
 }
 
 /**
@@ -408,12 +410,13 @@ async function statisticsStale(client: PoolClient, direct: number): Promise<bool
 /** The import's counts: rows that lost to a later row of the same address count as skipped. */
 function outcomeOf(job: ImportJob, written: Written): ImportOutcome {
   const rows = job.rows!;
-  const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated;
+  const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated - written.unchanged;
   return {
     id: job.importId,
     rowsRead: rows.rowsRead,
     inserted: written.inserted,
     updated: written.updated,
+    unchanged: written.unchanged,
     skipped: rows.invalid + duplicates,
     reasons: rows.reasons.items,
     ignoredColumns: rows.columns?.ignored ?? [],

@@ -106,6 +106,8 @@ const LIVE_WITH_ADDRESS = `c.user_id = $1 AND c.contact_type_id = $2 AND c.delet
  *   address. `written_here`: that contact's row version is this transaction's, i.e. the
  *   direct COPY inserted it from an earlier line.
  * - updated: rewrites those targets whose values change.
+ * - changed: existing contacts rewritten (known, updated, and inserted's conflicts); the other
+ *   existing contacts a row met are unchanged: nothing was written for them.
  * - inserted: rows whose address has no contact, in the unique index's order; ON CONFLICT
  *   for an address another session added meanwhile (then updated like any other).
  *
@@ -152,7 +154,7 @@ WITH last_rows AS ${
     updated_at = now()
   FROM (SELECT * FROM targets WHERE target_id IS NOT NULL ORDER BY target_id) t
   WHERE c.id = t.target_id AND ${LIVE_WITH_ADDRESS} AND ${changed(ANY_CONTACT)}
-  RETURNING 1
+  RETURNING t.written_here
 ), inserted AS (
   INSERT INTO contacts AS c (user_id, contact_type_id, email, alt_email, country_id, ${TEXT}, custom_fields)
   SELECT $1, $2, email, alt_email, country_id, ${TEXT_COLUMNS.map((t) => `coalesce(${t}, '')`).join(', ')}, coalesce(custom, '{}'::jsonb)
@@ -168,7 +170,7 @@ SELECT
   (SELECT count(*) FROM last_rows)::int AS addresses,
   (SELECT count(*) FROM targets WHERE written_here)::int AS written_here,
   (SELECT count(*) FROM inserted WHERE is_new)::int AS inserted,
-  (SELECT count(*) FROM updated)::int AS rewritten,
+  ((SELECT count(*) FROM known) + (SELECT count(*) FROM updated WHERE NOT written_here) + (SELECT count(*) FROM inserted WHERE NOT is_new))::int AS changed,
   (SELECT count(*) FILTER (WHERE written_here AND ${ASCII_LOWER('target_email')} <> ${ASCII_LOWER('email')})
         + count(target_id) - count(DISTINCT target_id)
         + count(*) FILTER (WHERE target_id IS DISTINCT FROM contact_id AND target_id IN (SELECT contact_id FROM last_rows WHERE contact_id IS NOT NULL))
