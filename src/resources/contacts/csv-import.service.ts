@@ -31,6 +31,7 @@ import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
 import { LastRowsOnly, RowRouter, type Routing } from './row-router';
+import { trackRunningImport, type RunningImport } from './running-imports';
 
 /**
  * The CSV import (POST /contacts/upload-csv): one file into one contact type, all of it or
@@ -99,7 +100,8 @@ interface Upload {
   sniffed: SniffedCsv;
 }
 
-interface ImportJob {
+/** An import's state; as a RunningImport, shutdown may stop it (running-imports.ts). */
+interface ImportJob extends RunningImport {
   ctx: Ctx;
   importId: number;
   fileName: string;
@@ -135,6 +137,7 @@ export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<I
   const upload = await openUpload(input.filePath);
   try {
     const job = await openImport(ctx, input, upload, started, deadline);
+    const untrack = trackRunningImport(ctx.db, job);
     const progress = trackImportProgress(ctx, job.importId, (): ImportProgress => ({ rowsRead: job.rows?.rowsRead ?? 0, bytesRead: job.bytesRead }));
     try {
       // The record is closed in the import's transaction: it commits with the contacts or not at all.
@@ -144,6 +147,8 @@ export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<I
     } catch (err) {
       await progress.stop();
       throw await recordFailure(job, err, started);
+    } finally {
+      untrack();
     }
   } finally {
     await upload.handle.close();
@@ -223,6 +228,7 @@ async function countryLookup(ctx: Ctx): Promise<Map<string, number>> {
 async function writeContacts(job: ImportJob): Promise<ImportOutcome> {
   const { db } = job.ctx;
   const client = (await db.client.acquireConnection()) as PoolClient;
+  job.backendPid = (client as unknown as { processID: number }).processID;
   try {
     try {
       return await db.transaction((trx) => attempt(job, client, trx, false), { connection: client });
@@ -231,6 +237,7 @@ async function writeContacts(job: ImportJob): Promise<ImportOutcome> {
     }
     return await db.transaction((trx) => attempt(job, client, trx, true), { connection: client });
   } finally {
+    job.backendPid = undefined;
     db.client.releaseConnection(client);
   }
 }
@@ -270,6 +277,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
  * the setting ends with the transaction, the pooled session keeps DB_QUERY_TIMEOUT_MS).
  */
 async function withinDeadline(job: ImportJob, client: PoolClient): Promise<void> {
+  if (job.stopReason !== undefined) throw new AppError(503, job.stopReason);
   const left = Math.ceil(job.deadline - Date.now());
   if (left < 1) throw importTimedOut(job.timeoutMs);
   await client.query(`SET LOCAL statement_timeout = ${left}`);
@@ -427,7 +435,8 @@ function outcomeOf(job: ImportJob, written: Written): ImportOutcome {
 /** Closes the import record as failed and returns the error for the client. */
 async function recordFailure(job: ImportJob, err: unknown, started: number): Promise<unknown> {
   const timedOut = (err as { code?: string }).code === '57014' && Date.now() >= job.deadline - 1000;
-  const reported = timedOut ? importTimedOut(job.timeoutMs) : err;
+  // Stopped by shutdown (its statement cancelled, or stopped between two): the reason, not "canceling statement".
+  const reported = job.stopReason !== undefined ? new AppError(503, job.stopReason) : timedOut ? importTimedOut(job.timeoutMs) : err;
   const errors = reported instanceof AppError ? reported.errors : undefined;
   const message = errors !== undefined ? (typeof errors === 'string' ? errors : JSON.stringify(errors)) : reported instanceof Error ? reported.message : String(reported);
   const rows = job.rows;
