@@ -101,13 +101,18 @@ const LIVE_WITH_ADDRESS = `c.user_id = $1 AND c.contact_type_id = $2 AND c.delet
  *   entries are then visited front to back, once each; bench/README.md has the figures). A
  *   contact whose values would not change is not written (an UPDATE writes a new row version
  *   and new index entries even when nothing changes).
- * - targets: every other row (no id, an unchanged contact, or a contact that has since
- *   changed address or been deleted), with the live contact of its address, by id or by
+ * - unchanged: the other rows that brought an id, whose contact would not change (a re-import
+ *   of the same file): left alone here, so they are not looked up again below. LATERAL: the
+ *   staged rows must be the outer side, a primary-key lookup each (as a plain join the planner
+ *   may scan the account's contacts and rescan the staged rows for each: minutes).
+ * - targets: every other row (no id, or a contact that has since changed address or been
+ *   deleted), with the live contact of its address, by id or by
  *   address. `written_here`: that contact's row version is this transaction's, i.e. the
  *   direct COPY inserted it from an earlier line.
  * - updated: rewrites those targets whose values change.
  * - changed: existing contacts rewritten (known, updated, and inserted's conflicts); the other
- *   existing contacts a row met are unchanged: nothing was written for them.
+ *   existing contacts a row met (unchanged, and targets not rewritten) are unchanged: nothing
+ *   was written for them.
  * - inserted: rows whose address has no contact, in the unique index's order; ON CONFLICT
  *   for an address another session added meanwhile (then updated like any other).
  *
@@ -139,9 +144,16 @@ WITH last_rows AS ${
   FROM (SELECT * FROM last_rows WHERE contact_id IS NOT NULL ORDER BY contact_id) t
   WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS} AND ${changed(KNOWN_CONTACT)}
   RETURNING t.row_no
+), unchanged AS MATERIALIZED (
+  SELECT t.row_no
+  FROM (SELECT * FROM last_rows WHERE contact_id IS NOT NULL AND row_no NOT IN (SELECT row_no FROM known) ORDER BY contact_id) t
+  CROSS JOIN LATERAL (SELECT 1 FROM contacts c WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS} AND NOT ${changed(KNOWN_CONTACT)} LIMIT 1) c
 ), targets AS MATERIALIZED (
   SELECT t.*, c.id AS target_id, c.email AS target_email, coalesce(c.xmin = pg_current_xact_id()::xid, false) AS written_here
-  FROM (SELECT * FROM last_rows WHERE row_no NOT IN (SELECT row_no FROM known) ORDER BY contact_id, lower(email) ${collate}) t
+  FROM (
+    SELECT * FROM last_rows WHERE row_no NOT IN (SELECT row_no FROM known) AND row_no NOT IN (SELECT row_no FROM unchanged)
+    ORDER BY contact_id, lower(email) ${collate}
+  ) t
   LEFT JOIN LATERAL (
     (SELECT c.id, c.email, c.xmin FROM contacts c WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS})
     UNION ALL
