@@ -1,14 +1,22 @@
 /**
  * CSV import benchmark: generated contact CSVs uploaded through POST /contacts/upload-csv of a
  * real `herald serve` (default settings, connected as the ordinary role that owns its
- * database), each against a raw `COPY` of the same file into an equally indexed table, timed
- * in the same run, alternating. Scenarios:
+ * database), each against a baseline timed in the same run, alternating: a raw `COPY` of the
+ * same file into an equally indexed table, or (into a list that holds contacts) a bare SQL
+ * merge — `COPY` into a staging table, then `INSERT … ON CONFLICT DO UPDATE` into an equally
+ * indexed table holding the same contacts, freshly analysed. Scenarios:
  *
  *   empty     1,000,000 new contacts into an empty list                   target ≥ 75 % of raw COPY
- *   existing  1,000,000 rows into a list of 1,000,000: half of them name
- *             a contact of the list with other names, half are new        target ≥ 50 %
+ *   existing  1,000,000 rows into a list of 1,000,000 (analysed): half
+ *             of them name a contact of the list with other names, half
+ *             are new                                                     target ≥ 75 % of the bare merge
+ *   stale     the same file, imported into a fresh database right after
+ *             the 1,000,000 contacts of the list were imported, with no
+ *             ANALYZE between (contacts never analysed)                  target ≥ 75 % of the bare merge
+ *   twice     1,000,000 rows into a list they were imported into just
+ *             before (the same file twice in a row: nothing changes)      target ≥ 75 % of raw COPY
  *   repeated  1,000,000 rows into an empty list, 15 % of them naming an
- *             address of an earlier row again (the last row wins)          target ≥ 60 %
+ *             address of an earlier row again (the last row wins)          target ≥ 60 % of raw COPY
  *   big       (--big) a ~200 MB file into an empty list, once             it imports; peak RSS
  *
  * Every Herald run must also keep Herald's peak RSS ≤ 200 MB, show its progress while it runs
@@ -16,11 +24,11 @@
  * Prints best and median per scenario and PASS/FAIL per target, writes bench/out/import.json,
  * exits 1 if a target is missed.
  *
- *   npm run bench:import -- [--rows 1000000] [--repeat 3] [--scenarios empty,existing,repeated]
+ *   npm run bench:import -- [--rows 1000000] [--repeat 3] [--scenarios empty,existing,stale,twice,repeated]
  *                           [--big] [--big-mb 200] [--repeat-share 0.15] [--db herald_bench_import]
  *                           [--no-build] [--no-wait] [--keep] [--cpu-prof]
  *
- * Ratios are raw COPY time / Herald time of the runs measured back to back; PASS is judged on
+ * Ratios are baseline time / Herald time of the runs measured back to back; PASS is judged on
  * the median of those ratios. Each timed run first waits (up to 3 min) for the machine's CPUs
  * to be idle (--no-wait: don't). Run it under `flock /tmp/herald-bench.lock` on a shared
  * machine. See bench/README.md for what is measured and the figures.
@@ -46,21 +54,29 @@ const REPEAT = Math.max(1, Number(opts.get('repeat') ?? 3));
 const DB = String(opts.get('db') ?? 'herald_bench_import');
 const REPEAT_SHARE = Number(opts.get('repeat-share') ?? 0.15);
 const BIG_MB = opts.has('big-mb') ? Number(opts.get('big-mb')) : opts.has('big') ? 200 : 0;
-const SCENARIOS = String(opts.get('scenarios') ?? 'empty,existing,repeated').split(',');
+const SCENARIOS = String(opts.get('scenarios') ?? 'empty,existing,stale,twice,repeated').split(',');
 
-type Key = 'empty' | 'existing' | 'repeated' | 'big';
+type Key = 'empty' | 'existing' | 'stale' | 'twice' | 'repeated' | 'big';
 
 interface Scenario {
   key: Key;
   label: string;
-  /** Herald ≥ target × raw COPY's speed (median of the runs' ratios); undefined: not judged on speed. */
+  /** Herald ≥ target × the baseline's speed (median of the runs' ratios); undefined: not judged on speed. */
   target?: number;
+  /** raw `COPY` of the file, or the bare SQL merge of it into a table holding the seed. */
+  baseline: 'copy' | 'merge';
   csv: string;
   gen: GeneratedCsv;
-  /** The list holds the seed (1,000,000 contacts) before each run, and so does the baseline table. */
+  /** The list holds the seed (1,000,000 contacts, analysed) before each run, and so does the baseline table. */
   existing: boolean;
+  /**
+   * What happens just before the timed import: nothing (the list as `existing` says), the same
+   * file imported once into the empty list (`same-file`), or a fresh database whose list gets the
+   * seed's file imported first (`fresh-database`).
+   */
+  before?: 'same-file' | 'fresh-database';
   runs: number;
-  expect: { inserted: number; updated: number; skipped: number; contacts: number };
+  expect: { inserted: number; updated: number; unchanged: number; skipped: number; contacts: number };
 }
 
 interface RawRun {
@@ -74,7 +90,7 @@ interface HeraldRun {
   cpuSec: { herald: number; postgres: number };
   phasesMs: Record<string, number | undefined>;
   rss: { peakSampledMb: number; vmHwmMb: number; samples: number };
-  record: { status: string; rows_read: number; inserted: number; updated: number; skipped: number; duration_ms: number };
+  record: { status: string; rows_read: number; inserted: number; updated: number; unchanged: number; skipped: number; duration_ms: number };
   contacts: number;
   /** GET /contacts/imports while it ran: status and rows_read of each answer. */
   progress: Array<{ ms: number; status: string; rowsRead: number; bytesRead: number }>;
@@ -122,6 +138,42 @@ async function rawCopy(app: Client, admin: Client, s: Scenario, userId: number, 
   return { ms, rows: rows[0].n - (s.existing ? s.expect.contacts - s.expect.inserted : 0) };
 }
 
+/**
+ * The bare SQL merge a person would write in psql, into `bench_contacts (LIKE contacts
+ * INCLUDING ALL)` holding the seed (its unique address index kept, `VACUUM ANALYZE`d, the best
+ * case for it): `COPY` of the file into a temporary staging table, then one
+ * `INSERT … SELECT … ON CONFLICT (contact_type_id, lower(email), user_id) DO UPDATE` of every
+ * column. No validation, no lookups (the country stays text, as in rawCopy), no unchanged rows
+ * left alone, no last-row-wins; the custom values go in as one jsonb merge.
+ */
+async function bareMerge(app: Client, admin: Client, s: Scenario, userId: number, typeId: number, fieldIds: Record<string, number>): Promise<RawRun> {
+  await app.query('DROP TABLE IF EXISTS bench_contacts');
+  await app.query('CREATE TABLE bench_contacts (LIKE contacts INCLUDING ALL)');
+  await app.query('CREATE SEQUENCE bench_contacts_id_seq OWNED BY bench_contacts.id');
+  await app.query(`ALTER TABLE bench_contacts ALTER COLUMN id SET DEFAULT nextval('bench_contacts_id_seq'), ADD COLUMN country text`);
+  await app.query('INSERT INTO bench_contacts SELECT * FROM bench_seed ORDER BY id');
+  await app.query(`SELECT setval('bench_contacts_id_seq', (SELECT max(id) FROM bench_contacts))`);
+  await app.query('VACUUM ANALYZE bench_contacts');
+  await admin.query('CHECKPOINT');
+  const columns = CSV_COLUMNS.filter((c) => c !== 'plan' && c !== 'score');
+  const raw = new Set(['email', 'alt_email', 'country']);
+  const values = columns.map((c) => (raw.has(c) ? c : `coalesce(${c}, '')`));
+  const custom = `jsonb_strip_nulls(jsonb_build_object('${Number(fieldIds.plan)}', plan, '${Number(fieldIds.score)}', score))`;
+  const started = Date.now();
+  await app.query('BEGIN');
+  await app.query(`CREATE TEMP TABLE bench_staging (${CSV_COLUMNS.map((c) => `${c} text`).join(', ')}) ON COMMIT DROP`);
+  await pipeline(fs.createReadStream(s.csv, { highWaterMark: 256 * 1024 }), app.query(copyFrom(`COPY bench_staging FROM STDIN WITH (FORMAT csv, HEADER true)`)));
+  const merged = await app.query(`INSERT INTO bench_contacts AS c (user_id, contact_type_id, ${columns.join(', ')}, custom_fields)
+    SELECT ${Number(userId)}, ${Number(typeId)}, ${values.join(', ')}, ${custom}
+    FROM bench_staging
+    ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL DO UPDATE SET
+      ${columns.map((col) => `${col} = EXCLUDED.${col}`).join(', ')}, custom_fields = c.custom_fields || EXCLUDED.custom_fields, updated_at = now()`);
+  await app.query('COMMIT');
+  const ms = Date.now() - started;
+  await app.query('DROP TABLE bench_contacts');
+  return { ms, rows: merged.rowCount ?? 0 };
+}
+
 /** The list as the scenario wants it before a run: empty, or holding the seed; nothing dirty in shared buffers. */
 async function resetList(app: Client, admin: Client, s: Scenario): Promise<void> {
   await app.query('TRUNCATE contacts CASCADE');
@@ -136,6 +188,7 @@ const PHASES: Array<[RegExp, string]> = [
   [/^\s*COPY \(SELECT id, email/i, 'loadAddresses'],
   [/^\s*COPY contacts /i, 'copyIntoContacts'],
   [/^\s*COPY contact_import_/i, 'copyIntoStaging'],
+  [/^\s*ANALYZE contacts/, 'analyze'],
   [/WITH last_rows/, 'merge'],
 ];
 
@@ -151,21 +204,32 @@ function cpuOf(pid: number): number {
 }
 
 /** CPU seconds so far of Herald's backends on the benchmark database (the pool keeps them for the run). */
-async function backendsCpu(admin: Client): Promise<number> {
-  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald'`, [DB]);
+async function backendsCpu(admin: Client, db: string): Promise<number> {
+  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald'`, [db]);
   return rows.reduce((sum, r) => sum + cpuOf(r.pid), 0);
 }
 
+/** A running Herald with its account's list, and connections to its database (as Herald's role and as the administrator). */
+interface Target {
+  herald: Herald;
+  api: ReturnType<typeof client>;
+  app: Client;
+  admin: Client;
+  db: string;
+  typeId: number;
+}
+
 /** One upload, timed from the request's start to the answer, with memory, phases and progress sampled meanwhile. */
-async function heraldImport(herald: Herald, api: ReturnType<typeof client>, app: Client, admin: Client, s: Scenario, typeId: number): Promise<HeraldRun> {
+async function heraldImport(t: Target, s: Scenario): Promise<HeraldRun> {
+  const { herald, api, app, admin, typeId } = t;
   const hwmReset = resetPeakRss(herald.pid);
-  const cpu0 = { herald: cpuOf(herald.pid), postgres: await backendsCpu(admin) };
+  const cpu0 = { herald: cpuOf(herald.pid), postgres: await backendsCpu(admin, t.db) };
   const form = new FormData();
   form.append('contact_type_id', String(typeId));
   form.append('file', await fs.openAsBlob(s.csv, { type: 'text/csv' }), path.basename(s.csv));
   const t0 = Date.now();
   const rss = sampleRss(herald.pid, 100);
-  const phases = samplePhases(app, DB, t0, (q) => PHASES.find(([re]) => re.test(q))?.[1]);
+  const phases = samplePhases(app, t.db, t0, (q) => PHASES.find(([re]) => re.test(q))?.[1]);
   const progress: HeraldRun['progress'] = [];
   let answered = false;
   const polling = (async () => {
@@ -181,7 +245,7 @@ async function heraldImport(herald: Herald, api: ReturnType<typeof client>, app:
   await api.multipart('/contacts/upload-csv', form);
   const ms = Date.now() - t0;
   answered = true;
-  const cpuSec = { herald: cpuOf(herald.pid) - cpu0.herald, postgres: (await backendsCpu(admin)) - cpu0.postgres };
+  const cpuSec = { herald: cpuOf(herald.pid) - cpu0.herald, postgres: (await backendsCpu(admin, t.db)) - cpu0.postgres };
   await polling;
   const mem = rss.stop();
   if (!hwmReset) mem.vmHwmMb = 0;
@@ -191,11 +255,17 @@ async function heraldImport(herald: Herald, api: ReturnType<typeof client>, app:
   const contacts = (await app.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL', [typeId])).rows[0].n;
   const running = progress.filter((x) => x.status === 'running' && x.rowsRead > 0);
   const checks: Record<string, boolean> = {
-    counts: record.status === 'completed' && record.inserted === s.expect.inserted && record.updated === s.expect.updated && record.skipped === s.expect.skipped && record.rows_read === s.gen.rows,
+    counts:
+      record.status === 'completed' &&
+      record.inserted === s.expect.inserted &&
+      record.updated === s.expect.updated &&
+      record.unchanged === s.expect.unchanged &&
+      record.skipped === s.expect.skipped &&
+      record.rows_read === s.gen.rows,
     contacts: contacts === s.expect.contacts,
     progress: running.length >= 2 && running[running.length - 1].rowsRead > running[0].rowsRead,
   };
-  if (s.existing) {
+  if (s.existing && s.before !== 'fresh-database') {
     const { rows } = await app.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM contacts c JOIN bench_seed s ON s.id = c.id WHERE (c.first_name, c.last_name) IS DISTINCT FROM (s.first_name, s.last_name)',
     );
@@ -223,53 +293,131 @@ async function makeScenarios(dir: string): Promise<Scenario[]> {
     return { file, g };
   };
   const half = Math.floor(ROWS / 2);
-  if (SCENARIOS.includes('empty') || SCENARIOS.includes('existing')) {
+  const wants = (...keys: Key[]) => keys.some((k) => SCENARIOS.includes(k));
+  // The seed's file: the empty scenario's, imported once to fill the list of existing/stale, and twice by twice.
+  if (wants('empty', 'existing', 'stale', 'twice')) {
     const { file, g } = await gen('empty', ROWS, {});
-    if (SCENARIOS.includes('empty')) {
-      out.push({ key: 'empty', label: 'into an empty list', target: 0.75, csv: file, gen: g, existing: false, runs: REPEAT, expect: { inserted: ROWS, updated: 0, skipped: 0, contacts: ROWS } });
+    const fresh = { csv: file, gen: g, existing: false, runs: REPEAT, baseline: 'copy' as const };
+    if (wants('empty')) out.push({ ...fresh, key: 'empty', label: 'into an empty list', target: 0.75, expect: { inserted: ROWS, updated: 0, unchanged: 0, skipped: 0, contacts: ROWS } });
+    if (wants('twice')) {
+      out.push({
+        ...fresh,
+        key: 'twice',
+        label: 'the same file again, right after it was imported into an empty list (nothing changes)',
+        target: 0.75,
+        before: 'same-file',
+        expect: { inserted: 0, updated: 0, unchanged: ROWS, skipped: 0, contacts: ROWS },
+      });
     }
   }
-  if (SCENARIOS.includes('existing')) {
+  if (wants('existing', 'stale')) {
     const { file, g } = await gen('existing', ROWS, { from: half + 1, renameUpTo: ROWS });
-    out.push({
-      key: 'existing',
-      label: `into a list of ${ROWS.toLocaleString('en')}, half the rows matching (other names)`,
-      target: 0.5,
-      csv: file,
-      gen: g,
-      existing: true,
-      runs: REPEAT,
-      expect: { inserted: ROWS - half, updated: half, skipped: 0, contacts: ROWS + (ROWS - half) },
-    });
+    const halfMatching = { csv: file, gen: g, existing: true, runs: REPEAT, baseline: 'merge' as const, target: 0.75, expect: { inserted: ROWS - half, updated: half, unchanged: 0, skipped: 0, contacts: ROWS + (ROWS - half) } };
+    if (wants('existing')) out.push({ ...halfMatching, key: 'existing', label: `into a list of ${ROWS.toLocaleString('en')} (analysed), half the rows matching (other names)` });
+    if (wants('stale')) {
+      out.push({
+        ...halfMatching,
+        key: 'stale',
+        label: `the same, into a fresh database right after its list of ${ROWS.toLocaleString('en')} was imported (no ANALYZE between)`,
+        before: 'fresh-database',
+      });
+    }
   }
-  if (SCENARIOS.includes('repeated')) {
+  if (wants('repeated')) {
     const { file, g } = await gen('repeated', ROWS, { repeat: REPEAT_SHARE });
     const distinct = ROWS - g.repeated;
-    out.push({ key: 'repeated', label: `into an empty list, ${pct(g.repeated / ROWS)} of the rows repeating an address`, target: 0.6, csv: file, gen: g, existing: false, runs: REPEAT, expect: { inserted: distinct, updated: 0, skipped: g.repeated, contacts: distinct } });
+    out.push({
+      key: 'repeated',
+      label: `into an empty list, ${pct(g.repeated / ROWS)} of the rows repeating an address`,
+      target: 0.6,
+      baseline: 'copy',
+      csv: file,
+      gen: g,
+      existing: false,
+      runs: REPEAT,
+      expect: { inserted: distinct, updated: 0, unchanged: 0, skipped: g.repeated, contacts: distinct },
+    });
   }
   if (BIG_MB > 0) {
     const perRow = 118.8;
     const rows = Math.floor((BIG_MB * 1e6) / perRow);
     const { file, g } = await gen('big', rows, { seed: 7 });
-    out.push({ key: 'big', label: `a ${(g.bytes / 1e6).toFixed(0)} MB file into an empty list`, csv: file, gen: g, existing: false, runs: 1, expect: { inserted: rows, updated: 0, skipped: 0, contacts: rows } });
+    out.push({ key: 'big', label: `a ${(g.bytes / 1e6).toFixed(0)} MB file into an empty list`, baseline: 'copy', csv: file, gen: g, existing: false, runs: 1, expect: { inserted: rows, updated: 0, unchanged: 0, skipped: 0, contacts: rows } });
   }
   return out;
 }
 
+/** The empty scenario's file into an empty list, as the first of two imports in a row (not timed). */
+function seedScenario(dir: string): Scenario {
+  return {
+    key: 'empty',
+    label: 'seed',
+    baseline: 'copy',
+    csv: path.join(dir, 'empty.csv'),
+    gen: { bytes: 0, ms: 0, rows: ROWS, repeated: 0, renamed: 0 },
+    existing: false,
+    runs: 1,
+    expect: { inserted: ROWS, updated: 0, unchanged: 0, skipped: 0, contacts: ROWS },
+  };
+}
+
 /** The list of the existing scenario: the empty scenario's file imported once by Herald, kept as `bench_seed`. */
-async function ensureSeed(app: Client, admin: Client, herald: Herald, api: ReturnType<typeof client>, dir: string, typeId: number) {
-  if ((await app.query(`SELECT to_regclass('bench_seed') AS t`)).rows[0].t) return;
-  const seedCsv = path.join(dir, 'empty.csv');
+async function ensureSeed(t: Target, dir: string) {
+  if ((await t.app.query(`SELECT to_regclass('bench_seed') AS t`)).rows[0].t) return;
   log('seeding the existing list: importing the empty scenario’s file once (not timed)');
-  const seed: Scenario = { key: 'empty', label: 'seed', csv: seedCsv, gen: { bytes: 0, ms: 0, rows: ROWS, repeated: 0, renamed: 0 }, existing: false, runs: 1, expect: { inserted: ROWS, updated: 0, skipped: 0, contacts: ROWS } };
-  await resetList(app, admin, seed);
-  await heraldImport(herald, api, app, admin, seed, typeId);
-  await app.query('CREATE TABLE bench_seed AS SELECT * FROM contacts');
+  const seed = seedScenario(dir);
+  await resetList(t.app, t.admin, seed);
+  await heraldImport(t, seed);
+  await t.app.query('CREATE TABLE bench_seed AS SELECT * FROM contacts');
+}
+
+/** What the planner knows of contacts just before a timed import (stale: never analysed, or changed since). */
+async function contactsStatistics(app: Client) {
+  const { rows } = await app.query<{ reltuples: number; n_mod_since_analyze: number; analysed: boolean }>(
+    `SELECT c.reltuples::float8 AS reltuples, s.n_mod_since_analyze::float8 AS n_mod_since_analyze, (s.last_analyze IS NOT NULL OR s.last_autoanalyze IS NOT NULL) AS analysed
+     FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = 'contacts'::regclass`,
+  );
+  return rows[0];
+}
+
+/**
+ * The stale scenario's run: a fresh database (migrated by `herald account create`), its own
+ * `herald serve`, the list's 1,000,000 contacts imported, then at once the timed import, with
+ * no ANALYZE between (autovacuum's, if it came first, is reported: the run is then not stale).
+ */
+async function staleRun(s: Scenario, dir: string): Promise<HeraldRun> {
+  const name = `${DB}_stale`;
+  const url = await recreateDatabase(name);
+  const account = await createAccount(url, 'Bench stale');
+  const herald = await startHerald({ databaseUrl: url, dataDir: path.join(dir, 'data-stale') });
+  const app = await connect(url);
+  const admin = await connect(databaseUrl(name));
+  try {
+    const api = client(herald.baseUrl, account);
+    const typeId = await addContactType(api, 'Bench stale');
+    await addCustomFields(api, [
+      ['plan', 'text'],
+      ['score', 'number'],
+    ]);
+    const t: Target = { herald, api, app, admin, db: name, typeId };
+    const first = await heraldImport(t, seedScenario(dir));
+    const stats = await contactsStatistics(app);
+    log(`  stale: first import ${seconds(first.ms)} s; contacts before the second: ${JSON.stringify(stats)}`);
+    const run = await heraldImport(t, s);
+    run.checks.staleBefore = !stats.analysed;
+    return run;
+  } finally {
+    await app.end();
+    await admin.end();
+    await herald.stop();
+    await dropDatabase(name).catch((e) => log(`could not drop ${name}: ${e}`));
+  }
 }
 
 interface ScenarioResult {
   key: Key;
   label: string;
+  baseline: Scenario['baseline'];
   csv: { rows: number; bytes: number; repeated: number; renamed: number };
   raw: RawRun[];
   herald: HeraldRun[];
@@ -292,6 +440,7 @@ function summarize(s: Scenario, raw: RawRun[], herald: HeraldRun[]): ScenarioRes
   return {
     key: s.key,
     label: s.label,
+    baseline: s.baseline,
     csv: { rows: s.gen.rows, bytes: s.gen.bytes, repeated: s.gen.repeated, renamed: s.gen.renamed },
     raw,
     herald,
@@ -312,7 +461,8 @@ function report(results: ScenarioResult[], pg: Record<string, string>, load: num
     const rawMs = r.raw.map((x) => x.ms);
     const herMs = r.herald.map((x) => x.ms);
     lines.push(`  ${r.key}: ${r.label} — ${r.csv.rows.toLocaleString('en')} rows, ${(r.csv.bytes / 1e6).toFixed(1)} MB`);
-    if (rawMs.length) lines.push(`    raw COPY              ${seconds(Math.min(...rawMs)).toFixed(1)} / ${seconds(median(rawMs)).toFixed(1)} s   (runs: ${all(rawMs)} s)`);
+    const baseline = r.baseline === 'merge' ? 'bare SQL merge' : 'raw COPY      ';
+    if (rawMs.length) lines.push(`    ${baseline}        ${seconds(Math.min(...rawMs)).toFixed(1)} / ${seconds(median(rawMs)).toFixed(1)} s   (runs: ${all(rawMs)} s)`);
     lines.push(`    Herald upload-csv     ${seconds(Math.min(...herMs)).toFixed(1)} / ${seconds(median(herMs)).toFixed(1)} s   (runs: ${all(herMs)} s; ${Math.round(r.csv.rows / (Math.min(...herMs) / 1000)).toLocaleString('en')} rows/s at best)`);
     const best = r.herald.reduce((a, b) => (b.ms < a.ms ? b : a));
     lines.push(
@@ -323,11 +473,11 @@ function report(results: ScenarioResult[], pg: Record<string, string>, load: num
     );
     if (r.ratios.length) {
       const verdict = r.target !== undefined ? `   target ≥ ${pct(r.target)}   ${ok(r.pass.speed)}` : '';
-      lines.push(`    Herald / raw          ${pct(r.bestRatio)} / ${pct(r.medianRatio)}   (runs: ${r.ratios.map(pct).join(', ')})${verdict}`);
+      lines.push(`    Herald / baseline     ${pct(r.bestRatio)} / ${pct(r.medianRatio)}   (runs: ${r.ratios.map(pct).join(', ')})${verdict}`);
     }
     lines.push(`    peak RSS (herald)     ${r.peakRssMb} MB   target ≤ ${TARGET_RSS_MB} MB   ${ok(r.pass.peakRss)}`);
     const rec = best.record;
-    lines.push(`    counts                read ${rec.rows_read} inserted ${rec.inserted} updated ${rec.updated} skipped ${rec.skipped}   ${ok(r.pass.counts && r.pass.contacts && (r.pass.renamed ?? true) && r.pass.rawRows)}`);
+    lines.push(`    counts                read ${rec.rows_read} inserted ${rec.inserted} updated ${rec.updated} unchanged ${rec.unchanged} skipped ${rec.skipped}   ${ok(r.pass.counts && r.pass.contacts && (r.pass.renamed ?? true) && r.pass.rawRows)}`);
     const prog = best.progress.filter((p) => p.status === 'running');
     lines.push(`    progress while running ${prog.map((p) => p.rowsRead).filter((n, i, xs) => i === 0 || n !== xs[i - 1]).slice(0, 8).join(' → ')} …   ${ok(r.pass.progress)}`);
   }
@@ -354,7 +504,7 @@ async function main() {
     herald = await startHerald({ databaseUrl: url, dataDir: path.join(tmp, 'data'), env, nodeArgs });
     const api = client(herald.baseUrl, account);
     const typeId = await addContactType(api, 'Bench import');
-    await addCustomFields(api, [
+    const fieldIds = await addCustomFields(api, [
       ['plan', 'text'],
       ['score', 'number'],
     ]);
@@ -369,18 +519,27 @@ async function main() {
     };
     const raws = new Map<Key, RawRun[]>(scenarios.map((s) => [s.key, []]));
     const runs = new Map<Key, HeraldRun[]>(scenarios.map((s) => [s.key, []]));
-    if (scenarios.some((s) => s.existing)) await ensureSeed(app, admin, herald, api, tmp, typeId);
-    // Raw COPY and Herald alternate, scenario by scenario, so a busy moment hits both alike.
+    const target: Target = { herald, api, app, admin, db: DB, typeId };
+    if (scenarios.some((s) => s.existing)) await ensureSeed(target, tmp);
+    // The baseline and Herald alternate, scenario by scenario, so a busy moment hits both alike.
     for (let r = 1; r <= REPEAT; r += 1) {
       for (const s of scenarios.filter((x) => x.runs >= r)) {
         await resetList(app, admin, s);
         await quiet();
-        const raw = await rawCopy(app, admin, s, account.id, typeId);
+        const raw = s.baseline === 'merge' ? await bareMerge(app, admin, s, account.id, typeId, fieldIds) : await rawCopy(app, admin, s, account.id, typeId);
         raws.get(s.key)!.push(raw);
-        log(`[${r}/${s.runs}] ${s.key}: raw COPY ${seconds(raw.ms)} s`);
-        await resetList(app, admin, s);
-        await quiet();
-        const run = await heraldImport(herald, api, app, admin, s, typeId);
+        log(`[${r}/${s.runs}] ${s.key}: ${s.baseline === 'merge' ? 'bare SQL merge' : 'raw COPY'} ${seconds(raw.ms)} s`);
+        let run: HeraldRun;
+        if (s.before === 'fresh-database') {
+          await quiet();
+          run = await staleRun(s, tmp);
+        } else {
+          await resetList(app, admin, s);
+          // The first of two imports in a row, straight before the timed one (no ANALYZE between).
+          if (s.before === 'same-file') await heraldImport(target, seedScenario(tmp));
+          await quiet();
+          run = await heraldImport(target, s);
+        }
         runs.get(s.key)!.push(run);
         log(`[${r}/${s.runs}] ${s.key}: Herald ${seconds(run.ms)} s, peak RSS ${Math.max(run.rss.peakSampledMb, run.rss.vmHwmMb)} MB, checks ${JSON.stringify(run.checks)}`);
       }

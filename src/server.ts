@@ -14,6 +14,7 @@ import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import type { Logger } from './logger';
 import { startInboundSmtp, type InboundSmtp } from './bounces/inbound-smtp';
+import { stopRunningImports } from './resources/contacts/running-imports';
 
 export interface Running {
   server: Server;
@@ -160,8 +161,25 @@ async function databaseSettled(db: Knex, quietMs: number, maxMs: number): Promis
   return false;
 }
 
-/** How long shutdown waits for cut-off requests' database work (a second signal exits at once). */
-const SETTLE_MAX_MS = 60_000;
+/**
+ * Past SHUTDOWN_TIMEOUT_MS, how long the imports that still run get to stop once cancelled
+ * (roll back, close their record as failed), and then how long any other database work gets
+ * once its statement is cancelled. A second signal exits at once.
+ */
+const STOP_IMPORTS_MS = 3_000;
+const CANCEL_SETTLE_MS = 2_000;
+
+/**
+ * Cancels the statements of the pool's connections still in use (a cut-off request's query
+ * past SHUTDOWN_TIMEOUT_MS); their holders see an error and let go.
+ */
+async function cancelPoolStatements(db: Knex): Promise<number> {
+  const pool = (db.client as { pool?: { used: Array<{ resource: { processID?: number } }> } }).pool;
+  const pids = (pool?.used ?? []).map((u) => u.resource.processID).filter((pid): pid is number => typeof pid === 'number');
+  if (pids.length === 0) return 0;
+  await db.raw('SELECT pg_cancel_backend(pid) FROM unnest(?::int[]) AS pid', [pids]).catch(() => undefined);
+  return pids.length;
+}
 
 /** config → database → migrate + seed → HTTP. Shutdown is the reverse, after draining. */
 export async function startServer(config: Config, logger: Logger): Promise<Running> {
@@ -197,14 +215,23 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const shutdown = (reason: string) => {
       stopping ??= (async () => {
         logger.info({ reason }, 'shutting down: draining requests');
+        const deadline = Date.now() + config.shutdownTimeoutMs;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
         // The worker stops claiming and finishes the messages in flight meanwhile; so does the inbound server.
         await Promise.all([closed, worker?.stop(), inbound?.close()]);
         clearTimeout(timer);
-        if (!(await databaseSettled(db!, 200, SETTLE_MAX_MS))) {
-          logger.warn({ waitedMs: SETTLE_MAX_MS }, 'requests still have database work running; stopping anyway');
+        // A cut-off request's database work (a CSV import's transaction, say) may finish and record its outcome
+        // until SHUTDOWN_TIMEOUT_MS; past it, what still runs is cancelled (issue 18).
+        if (!(await databaseSettled(db!, 200, Math.max(0, deadline - Date.now())))) {
+          const imports = await stopRunningImports(db!, `Herald was stopped (${reason}) while the import ran, past SHUTDOWN_TIMEOUT_MS; nothing was imported.`, STOP_IMPORTS_MS);
+          if (imports > 0) logger.warn({ imports }, 'shutdown timeout: running imports cancelled');
+          if (!(await databaseSettled(db!, 200, CANCEL_SETTLE_MS))) {
+            const cancelled = await cancelPoolStatements(db!);
+            logger.warn({ cancelled }, 'shutdown timeout: database statements still running cancelled');
+            if (!(await databaseSettled(db!, 200, CANCEL_SETTLE_MS))) logger.warn('requests still have database work running; stopping anyway');
+          }
         }
         await keys!.stop();
         await mailer!.close();

@@ -43,7 +43,7 @@ export function importUpload(deps: Deps, csrf: RequestHandler): RequestHandler[]
         fileName: body.file.originalname,
         timeoutMs: deps.config.importTimeoutMs,
       });
-      if (wantsJson) res.json({ status: 'success', message: { id: outcome.id, inserted: outcome.inserted, updated: outcome.updated, skipped: outcome.skipped, result: importResult(outcome) } });
+      if (wantsJson) res.json({ status: 'success', message: { id: outcome.id, inserted: outcome.inserted, updated: outcome.updated, unchanged: outcome.unchanged, skipped: outcome.skipped, result: importResult(outcome) } });
       else res.redirect(303, '/app/contacts#imports');
     } catch (err) {
       if (wantsJson && err instanceof AppError && err.status < 500) res.status(err.status).json({ status: 'failed', errors: errorLines(err.errors) });
@@ -68,6 +68,7 @@ export async function importProgress(_req: Request, res: Response): Promise<void
       rows_read: r.rows_read,
       inserted: r.inserted,
       updated: r.updated,
+      unchanged: r.unchanged,
       skipped: r.skipped,
       error: r.error,
     })),

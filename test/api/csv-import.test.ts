@@ -110,7 +110,7 @@ const MIXED = [
 
 async function checkMixedOutcome(typeId: number, bobBefore: { updated_at: string }) {
   const rec = await lastImport();
-  expect(rec).toMatchObject({ status: 'completed', rows_read: 8, inserted: 2, updated: 3, skipped: 3 });
+  expect(rec).toMatchObject({ status: 'completed', rows_read: 8, inserted: 2, updated: 2, unchanged: 1, skipped: 3 });
   expect(rec.reasons.map((r) => r.row)).toEqual([5, 6, 8]);
   expect(rec.reasons[0].reason).toMatch(/appears again further down/);
   expect(rec.bytes_read).toBe(rec.file_bytes);
@@ -359,5 +359,60 @@ describe('limits of a long import', () => {
       await new Promise((resolve) => server.close(resolve));
     }
     expect(await lastImport()).toMatchObject({ status: 'completed', inserted: 500 });
+  });
+});
+
+describe('re-importing a file (issue 18: unchanged rows write nothing)', () => {
+  const ROWS = 40;
+  const file = (change: (i: number) => string[] = (i) => [`First${i}`, `Town ${i % 5}`, `plan${i % 3}`]) =>
+    ['email,first_name,city,plan', ...Array.from({ length: ROWS }, (_, k) => `again${k + 1}@list.test,${change(k + 1).join(',')}`)].join('\n');
+  /** Each contact's row version and updated_at: a write of any kind changes xmin. */
+  const versions = async (typeId: number) =>
+    new Map(
+      ((await db('contacts').where({ contact_type_id: typeId }).select(db.raw('email, xmin::text AS xmin, updated_at::text AS updated_at'))) as Array<{ email: string; xmin: string; updated_at: string }>).map((r) => [
+        r.email,
+        `${r.xmin} ${r.updated_at}`,
+      ]),
+    );
+  const version = async (typeId: number) => (await db('contact_types').where({ id: typeId }).first('contacts_version')).contacts_version as number;
+  const berliners = async (segmentId: number) => (await api(app, a).get(`/segment/details?segment_id=${segmentId}`)).body.message.segment.segment_emails_count as number;
+
+  it('the same file again: no contact is written, every row counts as unchanged', async () => {
+    const type = await makeContactType(db, a);
+    expect((await upload(app, type, file())).status).toBe(200);
+    expect(await lastImport()).toMatchObject({ status: 'completed', inserted: ROWS, updated: 0, unchanged: 0 });
+    const before = await versions(type);
+    const typeVersion = await version(type);
+
+    const again = await upload(app, type, file());
+    expect(again.body).toEqual({ status: 'success', message: 'Imported Successfully' });
+    expect(await lastImport()).toMatchObject({ status: 'completed', rows_read: ROWS, inserted: 0, updated: 0, unchanged: ROWS, skipped: 0 });
+    expect(await versions(type)).toEqual(before);
+    // Nothing changed, so cached segment counts of the list stay valid.
+    expect(await version(type)).toBe(typeVersion);
+  });
+
+  it('a changed row still updates (a reserved field, a custom value, the city a segment matches on); the rest are unchanged', async () => {
+    const type = await makeContactType(db, a);
+    const city = (await db('fields').whereNull('user_id').where({ field_name: 'city' }).first('id')).id;
+    const saved = await api(app, a).form('/segment/save', { segment_name: 'Berliners', contact_type_id: type, select_field: [city], select_operator: ['is'], value: ['Berlin'] });
+    expect(saved.body).toMatchObject({ status: 'success' });
+    const segment = (await db('segments').where({ user_id: a.id, contact_type_id: type }).first('id')).id as number;
+    expect((await upload(app, type, file())).status).toBe(200);
+    expect(await berliners(segment)).toBe(0);
+    const before = await versions(type);
+
+    const changes: Record<number, string[]> = { 3: ['Renamed', 'Town 3', 'plan0'], 7: ['First7', 'Town 2', 'platinum'], 11: ['First11', 'Berlin', 'plan2'] };
+    const res = await upload(app, type, file((i) => changes[i] ?? [`First${i}`, `Town ${i % 5}`, `plan${i % 3}`]));
+    expect(res.status).toBe(200);
+    expect(await lastImport()).toMatchObject({ status: 'completed', rows_read: ROWS, inserted: 0, updated: 3, unchanged: ROWS - 3, skipped: 0 });
+    const after = await versions(type);
+    const rewritten = [...after].filter(([email, v]) => before.get(email) !== v).map(([email]) => email);
+    expect(rewritten.sort()).toEqual(['again11@list.test', 'again3@list.test', 'again7@list.test']);
+    const c = await contactsOf(type);
+    expect(c.get('again3@list.test')).toMatchObject({ first_name: 'Renamed' });
+    expect(c.get('again7@list.test')).toMatchObject({ custom_fields: { [fields.plan]: 'platinum' } });
+    expect(c.get('again11@list.test')).toMatchObject({ city: 'Berlin' });
+    expect(await berliners(segment)).toBe(1);
   });
 });

@@ -179,3 +179,42 @@ describe('SIGTERM to an API process during a 200,000-row CSV import', () => {
     });
   }, SCENARIO_MS);
 });
+
+describe('SIGTERM to an API process whose import statement outlasts SHUTDOWN_TIMEOUT_MS (issue 18)', () => {
+  it('cancels the import past the timeout, records it failed with the reason, writes nothing, and exits in time', async () => {
+    const TIMEOUT_MS = 2000;
+    const ROWS = 2000;
+    const typeId = await makeContactType(db, a, 'stuck');
+    const port = await freePort();
+    const server = startServe('serve-stuck', heraldEnv(databaseUrl, { PORT: String(port), WORKER: '0', SHUTDOWN_TIMEOUT_MS: String(TIMEOUT_MS) }));
+    await server.ready;
+    // A lock the import's COPY into contacts waits for: its statement runs as long as the test wants.
+    const blocker = await db.transaction();
+    try {
+      await blocker.raw('LOCK TABLE contacts IN SHARE MODE');
+      const upload = uploadCsv({ baseUrl: server.url, headers: a.headers, contactTypeId: typeId, rows: ROWS, email: (i) => `stuck-${i}@import.test` });
+      await waitFor(
+        'the import’s COPY to wait on the lock',
+        async () => {
+          const { rows } = await db.raw(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'COPY contacts %'`);
+          return rows.length > 0;
+        },
+        { timeoutMs: 30_000, describe: () => server.output() },
+      );
+      const exit = await server.signalAndWait('SIGTERM', 30_000);
+      const result = await upload;
+      const context = `${JSON.stringify({ exit, result })}\n${server.output()}`;
+      // It waited for the timeout, then cancelled the statement and stopped well within a margin.
+      expect({ code: exit.code, context }).toEqual({ code: 0, context });
+      expect(exit.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
+      expect(exit.ms).toBeLessThan(TIMEOUT_MS + patient(5000));
+      const imports = await db('contact_imports').where({ contact_type_id: typeId }).select('status', 'inserted', 'error');
+      expect(imports).toEqual([{ status: 'failed', inserted: 0, error: expect.stringMatching(/stopped \(SIGTERM\) while the import ran, past SHUTDOWN_TIMEOUT_MS; nothing was imported/) }]);
+      report('graceful-shutdown import statement cancelled', { rows: ROWS, timeoutMs: TIMEOUT_MS, exitMs: exit.ms, imports });
+    } finally {
+      await blocker.rollback();
+    }
+    // Nothing half-written: the import's transaction rolled back.
+    expect(await db('contacts').where({ contact_type_id: typeId }).count({ n: '*' })).toEqual([{ n: 0 }]);
+  }, SCENARIO_MS);
+});

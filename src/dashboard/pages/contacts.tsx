@@ -23,6 +23,7 @@ interface Import {
   rows_read: number;
   inserted: number;
   updated: number;
+  unchanged: number;
   skipped: number;
   error: string | null;
   created_at: string;
@@ -31,9 +32,9 @@ type Segment = { segment_name: string; contact_type_id: number; segment_emails_c
 const IMPORTS_SHOWN = 10;
 const EVENTS_PER_PAGE = 100;
 
-/** "created N, updated M, refused K": what an import did, in the words the page and its script use. */
-export const importResult = (i: { inserted: number; updated: number; skipped: number }) =>
-  `created ${count(i.inserted)}, updated ${count(i.updated)}, refused ${count(i.skipped)}`;
+/** "created N, updated M, refused K[, unchanged U]": what an import did, in the words the page and its script use. */
+export const importResult = (i: { inserted: number; updated: number; unchanged: number; skipped: number }) =>
+  `created ${count(i.inserted)}, updated ${count(i.updated)}, refused ${count(i.skipped)}${i.unchanged > 0 ? `, unchanged ${count(i.unchanged)}` : ''}`;
 
 export async function contactsPage(_req: Request, res: Response, p: PageContext): Promise<void> {
   const [types, segments, imports] = await Promise.all([

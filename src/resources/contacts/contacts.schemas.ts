@@ -81,6 +81,7 @@ export const importRecord = z.strictObject({
   rows_read: z.number().int(),
   inserted: z.number().int(),
   updated: z.number().int(),
+  unchanged: z.number().int(),
   skipped: z.number().int(),
   reasons: z.array(z.strictObject({ row: z.number().int(), reason: z.string() })),
   ignored_columns: z.array(z.string()),

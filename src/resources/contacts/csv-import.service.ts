@@ -12,7 +12,9 @@ import { scoped } from '../shared/crud';
 import { AddressSet } from './address-set';
 import { bumpContactsVersion } from './contacts-version';
 import {
+  ANALYZE_FOR_MERGE,
   CODE_POINT_COLLATIONS,
+  CONTACTS_STATISTICS,
   COPY_INTO_CONTACTS,
   COPY_INTO_STAGING,
   COPY_TYPE_ADDRESSES,
@@ -29,6 +31,7 @@ import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
 import { LastRowsOnly, RowRouter, type Routing } from './row-router';
+import { trackRunningImport, type RunningImport } from './running-imports';
 
 /**
  * The CSV import (POST /contacts/upload-csv): one file into one contact type, all of it or
@@ -70,6 +73,16 @@ const LOAD_ADDRESSES_PER_ROW = 8;
 const READ_CHUNK_BYTES = 64 * 1024;
 /** Sorts and hashes of the merge (a million staged rows sort in ~250 MB) and the reference checks' transition tables stay in memory. */
 const IMPORT_WORK_MEM = '256MB';
+/**
+ * `contacts`' statistics are stale for the merge when the table was never analysed, or when
+ * more than this share of `reltuples` changed since its last ANALYZE, the rows this import
+ * COPY'd included: the column statistics then misjudge how many contacts the account has (an
+ * ANALYZE of an empty table stores none). At 1 (more changed than the table held) a list of
+ * 2,000 taking 98,000 new rows kept its old statistics and the merge of its 2,000 staged rows
+ * ran 97 s on a plan that scanned the account's contacts per row; ANALYZE costs ~1 s at 1,000,000.
+ * Autovacuum's own threshold is 10 %, but when it runs is not up to the import.
+ */
+const STALE_SHARE = 0.2;
 
 export interface ImportOutcome extends ImportCounts {
   id: number;
@@ -91,7 +104,8 @@ interface Upload {
   sniffed: SniffedCsv;
 }
 
-interface ImportJob {
+/** An import's state; as a RunningImport, shutdown may stop it (running-imports.ts). */
+interface ImportJob extends RunningImport {
   ctx: Ctx;
   importId: number;
   fileName: string;
@@ -111,6 +125,7 @@ interface ImportJob {
 interface Written {
   inserted: number;
   updated: number;
+  unchanged: number;
 }
 
 /** Signals that PostgreSQL disagreed with the routing: roll back and stage every row. */
@@ -126,6 +141,7 @@ export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<I
   const upload = await openUpload(input.filePath);
   try {
     const job = await openImport(ctx, input, upload, started, deadline);
+    const untrack = trackRunningImport(ctx.db, job);
     const progress = trackImportProgress(ctx, job.importId, (): ImportProgress => ({ rowsRead: job.rows?.rowsRead ?? 0, bytesRead: job.bytesRead }));
     try {
       // The record is closed in the import's transaction: it commits with the contacts or not at all.
@@ -135,6 +151,8 @@ export async function importContactsCsv(ctx: Ctx, input: ImportInput): Promise<I
     } catch (err) {
       await progress.stop();
       throw await recordFailure(job, err, started);
+    } finally {
+      untrack();
     }
   } finally {
     await upload.handle.close();
@@ -214,6 +232,7 @@ async function countryLookup(ctx: Ctx): Promise<Map<string, number>> {
 async function writeContacts(job: ImportJob): Promise<ImportOutcome> {
   const { db } = job.ctx;
   const client = (await db.client.acquireConnection()) as PoolClient;
+  job.backendPid = (client as unknown as { processID: number }).processID;
   try {
     try {
       return await db.transaction((trx) => attempt(job, client, trx, false), { connection: client });
@@ -222,6 +241,7 @@ async function writeContacts(job: ImportJob): Promise<ImportOutcome> {
     }
     return await db.transaction((trx) => attempt(job, client, trx, true), { connection: client });
   } finally {
+    job.backendPid = undefined;
     db.client.releaseConnection(client);
   }
 }
@@ -236,11 +256,11 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
   const known = stageAll ? undefined : await knownAddresses(job, client);
   const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
-  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined) : { inserted: 0, updated: 0 };
-  // Cached segment counts of this type are stale now (see contacts-version.ts).
+  const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined, direct) : { inserted: 0, updated: 0, unchanged: 0 };
   await withinDeadline(job, client);
-  await bumpContactsVersion(trx, ctx.userId, [typeId]);
-  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated });
+  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated, unchanged: merged.unchanged });
+  // Cached segment counts of this type are stale now (see contacts-version.ts), unless no row changed anything.
+  if (outcome.inserted + outcome.updated > 0) await bumpContactsVersion(trx, ctx.userId, [typeId]);
   await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
   // The notice commits with the contacts or not at all; its mail is the worker's (outbox).
   await recordAccountEvent({ db: trx }, ctx.userId, 'contacts.imported', `Contacts imported: ${job.fileName}`, {
@@ -250,6 +270,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
     rows_read: outcome.rowsRead,
     inserted: outcome.inserted,
     updated: outcome.updated,
+    unchanged: outcome.unchanged,
     skipped: outcome.skipped,
   });
   return outcome;
@@ -260,6 +281,7 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
  * the setting ends with the transaction, the pooled session keeps DB_QUERY_TIMEOUT_MS).
  */
 async function withinDeadline(job: ImportJob, client: PoolClient): Promise<void> {
+  if (job.stopReason !== undefined) throw new AppError(503, job.stopReason);
   const left = Math.ceil(job.deadline - Date.now());
   if (left < 1) throw importTimedOut(job.timeoutMs);
   await client.query(`SET LOCAL statement_timeout = ${left}`);
@@ -361,13 +383,17 @@ function readError(err: unknown, direct: boolean): unknown {
  * MERGE_STAGED over the staging table, then drops it. `lastRowsOnly`: the staging table holds
  * one row per address as the import's address set sees them (LastRowsOnly).
  */
-async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boolean): Promise<Written> {
+async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boolean, direct: number): Promise<Written> {
   const codePoint = await client.query<{ code_point: boolean }>(CODE_POINT_COLLATIONS);
   const collate = codePoint.rows[0]?.code_point ? 'COLLATE "C"' : '';
   await withinDeadline(job, client);
+  if (await statisticsStale(client, direct)) {
+    await client.query(ANALYZE_FOR_MERGE(job.staging));
+    await withinDeadline(job, client);
+  }
   await client.query(MERGE_JOINS);
   const merged = await client
-    .query<{ addresses: number; written_here: number; inserted: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
+    .query<{ addresses: number; written_here: number; inserted: number; changed: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
     .catch((err: unknown) => {
       // Two staged rows of one address after all (spellings the address set told apart).
       throw (err as { code?: string }).code === '21000' ? new StageEverything() : err;
@@ -376,19 +402,33 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   if (m.ambiguous > 0) throw new StageEverything();
   await client.query(MERGE_JOINS_RESET);
   await client.query(DROP_STAGING(job.staging));
-  // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (updated).
-  return { inserted: m.inserted, updated: m.addresses - m.written_here - m.inserted };
+  // Every staged address is a contact this import wrote from an earlier row, a new contact, or an existing one (changed or not).
+  return { inserted: m.inserted, updated: m.changed, unchanged: m.addresses - m.written_here - m.inserted - m.changed };
+}
+
+/**
+ * Whether the merge would be planned on stale statistics of `contacts`. Planned on none (a
+ * fresh database whose first import went straight in by COPY), the merge scanned every
+ * contact of the account once per staged row and ran for many minutes (docs/decisions.md,
+ * "The import analyses what its merge reads"); autovacuum's ANALYZE comes when it comes.
+ * `direct`: rows this import COPY'd into contacts already, not yet known to the statistics.
+ */
+async function statisticsStale(client: PoolClient, direct: number): Promise<boolean> {
+  const { rows } = await client.query<{ reltuples: number; modified: number }>(CONTACTS_STATISTICS);
+  const { reltuples, modified } = rows[0];
+  return reltuples < 0 || modified + direct > STALE_SHARE * reltuples;
 }
 
 /** The import's counts: rows that lost to a later row of the same address count as skipped. */
 function outcomeOf(job: ImportJob, written: Written): ImportOutcome {
   const rows = job.rows!;
-  const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated;
+  const duplicates = rows.rowsRead - rows.invalid - written.inserted - written.updated - written.unchanged;
   return {
     id: job.importId,
     rowsRead: rows.rowsRead,
     inserted: written.inserted,
     updated: written.updated,
+    unchanged: written.unchanged,
     skipped: rows.invalid + duplicates,
     reasons: rows.reasons.items,
     ignoredColumns: rows.columns?.ignored ?? [],
@@ -399,7 +439,8 @@ function outcomeOf(job: ImportJob, written: Written): ImportOutcome {
 /** Closes the import record as failed and returns the error for the client. */
 async function recordFailure(job: ImportJob, err: unknown, started: number): Promise<unknown> {
   const timedOut = (err as { code?: string }).code === '57014' && Date.now() >= job.deadline - 1000;
-  const reported = timedOut ? importTimedOut(job.timeoutMs) : err;
+  // Stopped by shutdown (its statement cancelled, or stopped between two): the reason, not "canceling statement".
+  const reported = job.stopReason !== undefined ? new AppError(503, job.stopReason) : timedOut ? importTimedOut(job.timeoutMs) : err;
   const errors = reported instanceof AppError ? reported.errors : undefined;
   const message = errors !== undefined ? (typeof errors === 'string' ? errors : JSON.stringify(errors)) : reported instanceof Error ? reported.message : String(reported);
   const rows = job.rows;

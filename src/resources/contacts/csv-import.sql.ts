@@ -101,11 +101,18 @@ const LIVE_WITH_ADDRESS = `c.user_id = $1 AND c.contact_type_id = $2 AND c.delet
  *   entries are then visited front to back, once each; bench/README.md has the figures). A
  *   contact whose values would not change is not written (an UPDATE writes a new row version
  *   and new index entries even when nothing changes).
- * - targets: every other row (no id, an unchanged contact, or a contact that has since
- *   changed address or been deleted), with the live contact of its address, by id or by
+ * - unchanged: the other rows that brought an id, whose contact would not change (a re-import
+ *   of the same file): left alone here, so they are not looked up again below. LATERAL: the
+ *   staged rows must be the outer side, a primary-key lookup each (as a plain join the planner
+ *   may scan the account's contacts and rescan the staged rows for each: minutes).
+ * - targets: every other row (no id, or a contact that has since changed address or been
+ *   deleted), with the live contact of its address, by id or by
  *   address. `written_here`: that contact's row version is this transaction's, i.e. the
  *   direct COPY inserted it from an earlier line.
  * - updated: rewrites those targets whose values change.
+ * - changed: existing contacts rewritten (known, updated, and inserted's conflicts); the other
+ *   existing contacts a row met (unchanged, and targets not rewritten) are unchanged: nothing
+ *   was written for them.
  * - inserted: rows whose address has no contact, in the unique index's order; ON CONFLICT
  *   for an address another session added meanwhile (then updated like any other).
  *
@@ -137,9 +144,16 @@ WITH last_rows AS ${
   FROM (SELECT * FROM last_rows WHERE contact_id IS NOT NULL ORDER BY contact_id) t
   WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS} AND ${changed(KNOWN_CONTACT)}
   RETURNING t.row_no
+), unchanged AS MATERIALIZED (
+  SELECT t.row_no
+  FROM (SELECT * FROM last_rows WHERE contact_id IS NOT NULL AND row_no NOT IN (SELECT row_no FROM known) ORDER BY contact_id) t
+  CROSS JOIN LATERAL (SELECT 1 FROM contacts c WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS} AND NOT ${changed(KNOWN_CONTACT)} LIMIT 1) c
 ), targets AS MATERIALIZED (
   SELECT t.*, c.id AS target_id, c.email AS target_email, coalesce(c.xmin = pg_current_xact_id()::xid, false) AS written_here
-  FROM (SELECT * FROM last_rows WHERE row_no NOT IN (SELECT row_no FROM known) ORDER BY contact_id, lower(email) ${collate}) t
+  FROM (
+    SELECT * FROM last_rows WHERE row_no NOT IN (SELECT row_no FROM known) AND row_no NOT IN (SELECT row_no FROM unchanged)
+    ORDER BY contact_id, lower(email) ${collate}
+  ) t
   LEFT JOIN LATERAL (
     (SELECT c.id, c.email, c.xmin FROM contacts c WHERE c.id = t.contact_id AND ${LIVE_WITH_ADDRESS})
     UNION ALL
@@ -152,7 +166,7 @@ WITH last_rows AS ${
     updated_at = now()
   FROM (SELECT * FROM targets WHERE target_id IS NOT NULL ORDER BY target_id) t
   WHERE c.id = t.target_id AND ${LIVE_WITH_ADDRESS} AND ${changed(ANY_CONTACT)}
-  RETURNING 1
+  RETURNING t.written_here
 ), inserted AS (
   INSERT INTO contacts AS c (user_id, contact_type_id, email, alt_email, country_id, ${TEXT}, custom_fields)
   SELECT $1, $2, email, alt_email, country_id, ${TEXT_COLUMNS.map((t) => `coalesce(${t}, '')`).join(', ')}, coalesce(custom, '{}'::jsonb)
@@ -168,7 +182,7 @@ SELECT
   (SELECT count(*) FROM last_rows)::int AS addresses,
   (SELECT count(*) FROM targets WHERE written_here)::int AS written_here,
   (SELECT count(*) FROM inserted WHERE is_new)::int AS inserted,
-  (SELECT count(*) FROM updated)::int AS rewritten,
+  ((SELECT count(*) FROM known) + (SELECT count(*) FROM updated WHERE NOT written_here) + (SELECT count(*) FROM inserted WHERE NOT is_new))::int AS changed,
   (SELECT count(*) FILTER (WHERE written_here AND ${ASCII_LOWER('target_email')} <> ${ASCII_LOWER('email')})
         + count(target_id) - count(DISTINCT target_id)
         + count(*) FILTER (WHERE target_id IS DISTINCT FROM contact_id AND target_id IN (SELECT contact_id FROM last_rows WHERE contact_id IS NOT NULL))
@@ -181,10 +195,28 @@ SELECT
  * planner still chose a hash join that reads every contact of the type and hashes them
  * (300 MB for 1,500,000) to update 500,000 of them; the lookups in id order cost less and
  * touch only the pages of the contacts being updated (bench/README.md has the figures).
- * SET LOCAL: MERGE_JOINS_RESET restores the defaults for the rest of the transaction.
+ * SET LOCAL: MERGE_JOINS_RESET restores the defaults for the rest of the transaction. This
+ * does not save a merge planned on no statistics of `contacts` at all (a fresh database): the
+ * import analyses it first when its statistics are stale (CONTACTS_STATISTICS).
  */
 export const MERGE_JOINS = 'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off';
 export const MERGE_JOINS_RESET = 'SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT';
+
+/**
+ * What the planner believes about `contacts` when the merge is planned: `reltuples` (-1:
+ * never analysed) and the rows changed since its last ANALYZE that the statistics system has
+ * been told of (committed work of other sessions; this import's own COPY is not in it yet).
+ */
+export const CONTACTS_STATISTICS = `SELECT c.reltuples::float8 AS reltuples, coalesce(s.n_mod_since_analyze, 0)::float8 AS modified
+FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'contacts'::regclass`;
+
+/**
+ * Statistics of `contacts` and of the staging table, read by the merge's planner. ANALYZE in
+ * the import's transaction sees the rows this import has written so far; an ordinary role that
+ * owns the tables may run it (one that does not gets a warning, not an error).
+ */
+export const ANALYZE_FOR_MERGE = (staging: string) => `ANALYZE contacts; ANALYZE ${staging}`;
 
 /** Database collations whose order is code-point order, i.e. byte order of UTF-8. */
 export const CODE_POINT_COLLATIONS = `SELECT datcollate IN ('C', 'POSIX', 'C.UTF-8', 'C.utf8') AS code_point

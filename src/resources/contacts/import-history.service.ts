@@ -22,7 +22,10 @@ export interface ImportReason {
 export interface ImportCounts {
   rowsRead: number;
   inserted: number;
+  /** Rows that changed an existing contact. */
   updated: number;
+  /** Rows that matched an existing contact whose values they would not change: nothing written. */
+  unchanged: number;
   skipped: number;
   reasons: ImportReason[];
   ignoredColumns: string[];
@@ -44,6 +47,7 @@ const COLUMNS = [
   'rows_read',
   'inserted',
   'updated',
+  'unchanged',
   'skipped',
   'reasons',
   'ignored_columns',
@@ -109,6 +113,7 @@ export async function completeImportRecord(ctx: Ctx, id: number, counts: ImportC
     rows_read: counts.rowsRead,
     inserted: counts.inserted,
     updated: counts.updated,
+    unchanged: counts.unchanged,
     skipped: counts.skipped,
     reasons: JSON.stringify(counts.reasons),
     ignored_columns: JSON.stringify(counts.ignoredColumns),
@@ -129,6 +134,7 @@ export async function failImportRecord(
       rows_read: state.rowsRead,
       inserted: 0,
       updated: 0,
+      unchanged: 0,
       skipped: state.skipped,
       reasons: JSON.stringify(state.reasons),
       error: state.error.slice(0, 1000),
