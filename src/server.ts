@@ -9,7 +9,6 @@ import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
 import { Worker } from './delivery/worker';
 import { migrateLatest } from './db/migrate';
-import { isCitus } from './db/citus';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import type { Logger } from './logger';
@@ -62,20 +61,12 @@ export interface RunningWorker {
   database: ResolvedDatabase;
 }
 
-/**
- * The delivery worker's claims and scans read every account's rows with FOR UPDATE SKIP LOCKED,
- * which Citus runs only within one shard (docs/scaling.md, "Citus"): on a Citus database the
- * API runs and the worker does not, until it claims per account.
- */
-const WORKER_ON_CITUS = 'The delivery worker does not run on Citus yet (docs/scaling.md, "Citus"); the API does.';
-
 /** `herald worker`: the delivery worker alone (no HTTP), for running several beside the API. */
 export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
   const database = await resolveDatabase(config, logger, true);
   const db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, applicationName: 'herald-worker', logger });
   try {
     await prepareDatabase(db, logger);
-    if (await isCitus(db)) throw new Error(WORKER_ON_CITUS);
   } catch (err) {
     await db.destroy();
     await database.stop();
@@ -206,9 +197,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       'Herald is listening',
     );
     if (config.inboundSmtpPort !== undefined) inbound = await startInboundSmtp({ config, db, logger });
-    const citus = config.worker && (await isCitus(db));
-    if (citus) logger.warn(WORKER_ON_CITUS);
-    const worker = config.worker && !citus ? new Worker({ config, db, logger, mailer }) : undefined;
+    const worker = config.worker ? new Worker({ config, db, logger, mailer }) : undefined;
     worker?.start();
 
     let stopping: Promise<void> | undefined;

@@ -15,7 +15,7 @@ const APP_PASSWORD = 'herald_bench';
 /** The URL of database `name` on the same server as ADMIN_URL, as the administrator. */
 export function databaseUrl(name: string): string {
   const u = new URL(ADMIN_URL);
-  u.pathname = `/${name}`;
+  u.pathname = `/${own(name)}`;
   return u.toString();
 }
 
@@ -32,6 +32,12 @@ const ident = (name: string) => {
   return name;
 };
 
+/**
+ * A benchmark's database as named, plus BENCH_DB_SUFFIX when set: two people benchmarking on one
+ * server at once (each with their own suffix) do not drop each other's database.
+ */
+const own = (name: string) => ident(name + (process.env.BENCH_DB_SUFFIX ?? ''));
+
 async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   const c = new Client({ connectionString: ADMIN_URL });
   await c.connect();
@@ -44,7 +50,7 @@ async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
 
 export function dropDatabase(name: string): Promise<void> {
   return withAdmin(async (c) => {
-    await c.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`);
+    await c.query(`DROP DATABASE IF EXISTS ${own(name)} WITH (FORCE)`);
   });
 }
 
@@ -61,8 +67,8 @@ export async function recreateDatabase(name: string): Promise<string> {
     } else if (rows[0].rolsuper) {
       throw new Error(`BENCH_PG_ROLE ${role} is a superuser; the benchmarks measure an ordinary role`);
     }
-    await c.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${ident(name)} OWNER ${role}`);
+    await c.query(`DROP DATABASE IF EXISTS ${own(name)} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${own(name)} OWNER ${role}`);
   });
   return appDatabaseUrl(name);
 }

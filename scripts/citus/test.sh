@@ -15,10 +15,12 @@ export CITUS_PORT=${CITUS_TEST_PORT:-9720}
 . scripts/citus/lib.sh
 started=$SECONDS
 
-# The files that pass on Citus today. The delivery, events, bounce and fault files need the delivery
-# worker, which does not run on Citus yet; csv-import.test.ts stages its races by reading lock waits
-# from the coordinator's pg_stat_activity, where Citus shows none (docs/scaling.md, "Citus").
-DEFAULT_FILES=(test/citus test/api --testPathIgnorePatterns /node_modules/ /test/citus/alone/ test/api/csv-import.test.ts)
+# The API, delivery (the worker on the cluster: sending, events, webhooks, automations, bounces,
+# clicks, unsubscribes) and import files, and the cluster's own (test/citus). Not yet:
+# csv-import.test.ts stages its races by reading lock waits from the coordinator's
+# pg_stat_activity, where Citus shows the coordinator waiting on a worker, not on a lock; the
+# browser-driven click test needs Chromium only (docs/scaling.md, "Citus").
+DEFAULT_FILES=(test/citus test/api test/delivery --testPathIgnorePatterns /node_modules/ /test/citus/alone/ test/api/csv-import.test.ts)
 
 cleanup() { bash scripts/citus/down.sh || true; }
 trap cleanup EXIT
@@ -33,6 +35,8 @@ ISOLATED=$(npx tsx -e "import { ISOLATED_DATABASES } from './test/setup/isolated
 bash scripts/citus/clonedb.sh "${BASE}_template" "$BASE" "${BASE}_ddl" "${BASE}_alone" $ISOLATED
 note "databases ready in $((SECONDS - started)) s"
 
+# test/citus/worker.test.ts runs `herald worker` processes from the compiled CLI.
+[ -f dist/src/cli.js ] || npm run build >/dev/null
 status=0
 HERALD_CITUS_TEST_URL="$PREFIX/$BASE" HERALD_TEST_ROUTER_CHECK=1 npx jest -c test/citus/jest.config.js "${@:-${DEFAULT_FILES[@]}}" || status=$?
 note "jest exit $status after $((SECONDS - started)) s"

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { recordAccountEvent } from '../events/account-events';
+import { claimPerAccount } from '../db/per-account';
 import { defineJob, enqueue } from '../jobs/kind';
 import type { JobDeps } from '../jobs/runner';
 import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus, SendStatus } from '../states';
@@ -145,19 +146,29 @@ export const abDecision = defineJob<{ singleSendId: number }>({
  * wait for a person. Returns how many were noted.
  */
 export async function noticeFinishedTestGroups(db: Knex): Promise<number> {
+  // On Citus one account's tests at a time (src/db/per-account.ts): the accounts with tests still testing.
+  const testing = { from: 'ab_tests', where: `status = ${abStatus.sql.Testing} AND test_done_at IS NULL`, account: 'user_id', due: 'created_at' };
+  return claimPerAccount(db, testing, 20, (userId, limit) => noticeFinishedOf(db, userId, limit));
+}
+
+async function noticeFinishedOf(db: Knex, userId: number | undefined, limit: number): Promise<number> {
+  // The account as a value for every table (Citus routes each by its own filter); `t.user_id` on one server.
+  const account = userId === undefined ? 't.user_id' : '?';
+  const bindings = userId === undefined ? [] : [userId, userId, userId];
   return db.transaction(async (trx) => {
     const { rows } = await trx.raw(
       `SELECT t.user_id, t.single_send_id, t.winner_criteria, t.duration_minutes
        FROM ab_tests t
-       JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = t.user_id
-       WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL
+       JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = ${account}
+       WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL${userId === undefined ? '' : ' AND t.user_id = ?'}
          AND s.status IN (${SendStatus.Running}, ${SendStatus.Completed}) AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
          AND NOT EXISTS (SELECT 1 FROM deliveries d
-                         WHERE d.single_send_id = t.single_send_id AND d.user_id = t.user_id AND d.ab_phase = ${AbPhase.Test}
+                         WHERE d.single_send_id = t.single_send_id AND d.user_id = ${account} AND d.ab_phase = ${AbPhase.Test}
                            AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
        ORDER BY t.single_send_id
-       LIMIT 20
+       LIMIT ?
        FOR UPDATE OF t SKIP LOCKED`,
+      [...bindings, limit],
     );
     for (const t of rows as Array<{ user_id: number; single_send_id: number; winner_criteria: AbCriteria; duration_minutes: number }>) {
       const manual = t.winner_criteria === 'manual';

@@ -49,36 +49,42 @@ export async function startTestGroup(trx: Knex.Transaction, send: { id: number; 
     .orderBy('idx')
     .pluck('id')) as number[];
   const key = await rankingKey(trx, send.utr);
-  const { rows } = await trx.raw(
-    `WITH audience AS (
-       SELECT count(*) AS n FROM deliveries d
-       WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${ASSIGN.fromSql})
-     ), picked AS (
-       SELECT d.id, row_number() OVER (ORDER BY ${RANK_ORDER}) AS rank
-       FROM (
-         SELECT d.id, d.email FROM deliveries d
+  // Three plain statements — the size, the ranked ids, their assignment — where one statement (a
+  // window function over the ranked rows, in a CTE that updates them) crashed the Citus 13.2.2
+  // coordinator on the cluster (signal 11, with or without bind parameters; docs/scaling.md).
+  const { rows: held } = await trx.raw(
+    `SELECT count(*)::int AS n FROM deliveries d WHERE d.user_id = ? AND d.single_send_id = ? AND d.status IN (${ASSIGN.fromSql})`,
+    [send.user_id, send.id],
+  );
+  const size = Math.round((held[0].n * test.test_percentage) / 100);
+  const ranked = size
+    ? ((await trx.raw(
+        `SELECT d.id FROM deliveries d
          WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${ASSIGN.fromSql})
          ORDER BY ${RANK_ORDER}
-         LIMIT (SELECT round(n * :percentage / 100.0) FROM audience)
-       ) d
-     ), assigned AS (
-       UPDATE deliveries d
-       SET status = ${ASSIGN.toSql}, ab_phase = :phase, next_attempt_at = now(),
-           ab_variation_id = (:variations::int[])[((p.rank - 1) % :k) + 1]
-       FROM picked p
-       WHERE d.id = p.id AND d.user_id = :userId
-       RETURNING d.ab_variation_id
-     )
-     SELECT ab_variation_id, count(*)::int AS n FROM assigned GROUP BY ab_variation_id`,
-    { userId: send.user_id, sendId: send.id, key, percentage: test.test_percentage, phase: AbPhase.Test, variations, k: variations.length },
-  );
-  const counts = new Map((rows as Array<{ ab_variation_id: number; n: number }>).map((r) => [r.ab_variation_id, r.n]));
+         LIMIT :size`,
+        { userId: send.user_id, sendId: send.id, key, size },
+      )).rows as Array<{ id: string | number }>)
+    : [];
+  // Dealt in turn: rank 1 → A, 2 → B, …
+  const dealt = ranked.map((r, i) => ({ id: r.id, v: variations[i % variations.length] }));
+  const { rows } = dealt.length
+    ? await trx.raw(
+        `UPDATE deliveries d
+         SET status = ${ASSIGN.toSql}, ab_phase = ?, next_attempt_at = now(), ab_variation_id = v.v
+         FROM json_to_recordset(?::json) AS v(id bigint, v integer)
+         WHERE d.id = v.id AND d.user_id = ? AND d.status IN (${ASSIGN.fromSql})
+         RETURNING d.ab_variation_id`,
+        [AbPhase.Test, JSON.stringify(dealt), send.user_id],
+      )
+    : { rows: [] };
+  const counts = new Map<number, number>();
+  for (const r of rows as Array<{ ab_variation_id: number }>) counts.set(r.ab_variation_id, (counts.get(r.ab_variation_id) ?? 0) + 1);
   for (const id of variations) {
     await trx('single_send_variations').where({ id, user_id: send.user_id }).update({ triggered: counts.get(id) ?? 0 });
   }
-  const size = [...counts.values()].reduce((s, n) => s + n, 0);
   await trx('ab_tests')
     .where({ single_send_id: send.id, user_id: send.user_id })
-    .update({ status: START.to, test_size: size, updated_at: trx.fn.now() });
-  return size;
+    .update({ status: START.to, test_size: [...counts.values()].reduce((s, n) => s + n, 0), updated_at: trx.fn.now() });
+  return [...counts.values()].reduce((s, n) => s + n, 0);
 }

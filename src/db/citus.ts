@@ -300,6 +300,13 @@ const VIOLATIONS: Array<[RegExp, string]> = [
 export function restoreConstraintName(err: unknown): void {
   if (!err || typeof err !== 'object') return;
   const e = err as { code?: string; constraint?: string; message?: unknown };
+  if (e.constraint && typeof e.message === 'string') {
+    // A Citus-local table's (dkim_keys) error carries the field, but its shard's name: the
+    // constraint ends in the shard's suffix, which the relation named in the message also has.
+    const shard = /relation "[^"]*?(_\d{6,})"/.exec(e.message)?.[1];
+    if (shard && e.constraint.endsWith(shard)) e.constraint = e.constraint.slice(0, -shard.length);
+    return;
+  }
   if (e.constraint || typeof e.code !== 'string' || typeof e.message !== 'string') return;
   if (e.code === 'XX000') {
     const violation = VIOLATIONS.find(([wording]) => wording.test(e.message as string));

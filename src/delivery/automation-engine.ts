@@ -8,6 +8,7 @@ import { countQueued } from '../statistics';
 import { suppressedAmong, type SuppressionReason } from '../suppression';
 import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
 import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import { claimPerAccount, ofOneAccount } from '../db/per-account';
 import { AutomationStatus, AutomationType, ExitCriteria, ProgressState, progressState } from '../states';
 
 /**
@@ -68,13 +69,13 @@ async function membersOf(db: Knex, a: AutomationTarget): Promise<{ members: Knex
   const seg = (await db('segments').where({ id: a.automation_for, user_id: a.user_id }).whereNull('deleted_at').first()) as SegmentRow | undefined;
   if (!seg) return undefined;
   const rules = storedRules(seg, await loadRuleFields({ userId: a.user_id, db }));
-  const type = await db('contact_types').where({ id: seg.contact_type_id }).first('contacts_version');
+  const type = await db('contact_types').where({ id: seg.contact_type_id, user_id: a.user_id }).first('contacts_version');
   if (!rules || !type) return undefined;
   return { members: matchingContacts(db, seg, rules), key: `s${type.contacts_version}:${seg.revision}` };
 }
 
-async function firstStep(db: Knex, automationId: number): Promise<ScheduleStep | undefined> {
-  return (await db('automation_schedules').where({ automation_id: automationId }).whereNull('deleted_at').orderBy('id').first(
+async function firstStep(db: Knex, a: { id: number; user_id: number }): Promise<ScheduleStep | undefined> {
+  return (await db('automation_schedules').where({ automation_id: a.id, user_id: a.user_id }).whereNull('deleted_at').orderBy('id').first(
     'id',
     'waiting_period',
     'waiting_type',
@@ -85,7 +86,7 @@ async function firstStep(db: Knex, automationId: number): Promise<ScheduleStep |
 async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<number> {
   const target = await membersOf(trx, a);
   if (!target || target.key === a.entry_key) return 0;
-  const first = await firstStep(trx, a.id);
+  const first = await firstStep(trx, a);
   const firstScan = a.entry_scanned_at === null;
   // A welcome automation's members at go-live never enter; later joiners do.
   const state =
@@ -107,27 +108,30 @@ async function scanOne(trx: Knex.Transaction, a: AutomationTarget): Promise<numb
   if (a.exit_criteria === ExitCriteria.OnRemoval) {
     await trx.raw(
       `UPDATE automation_contacts ac SET state = ${REMOVED.toSql}, exit_reason = 'removed from target', next_schedule_id = NULL, next_due_at = NULL, updated_at = now()
-       WHERE ac.automation_id = ? AND ac.state IN (${REMOVED.fromSql}) AND NOT EXISTS (?)`,
-      [a.id, target.members.clone().select(trx.raw('1')).whereRaw('c.id = ac.contact_id')],
+       WHERE ac.automation_id = ? AND ac.user_id = ? AND ac.state IN (${REMOVED.fromSql}) AND NOT EXISTS (?)`,
+      [a.id, a.user_id, target.members.clone().select(trx.raw('1')).whereRaw('c.id = ac.contact_id')],
     );
   }
-  await trx('automations').where({ id: a.id }).update({ entry_key: target.key, entry_scanned_at: trx.fn.now() });
+  await trx('automations').where({ id: a.id, user_id: a.user_id }).update({ entry_key: target.key, entry_scanned_at: trx.fn.now() });
   return result.rowCount ?? 0;
 }
 
-/** Entry scans for live automations whose target changed (each claimed with SKIP LOCKED). */
+/**
+ * Entry scans for live automations whose target changed: a read of every account's (on Citus, of
+ * every node: a read takes no lock), then each claimed with SKIP LOCKED under its account.
+ */
 export async function scanEntries(deps: EngineDeps): Promise<number> {
-  const ids = (await deps.db('automations')
+  const due = (await deps.db('automations')
     .where({ status: AutomationStatus.Live })
     .whereNull('deleted_at')
     .where((q) => q.whereNull('entry_scanned_at').orWhere('entry_scanned_at', '<', deps.db.raw(`now() - (? * interval '1 millisecond')`, [SCAN_INTERVAL_MS])).orWhereNull('entry_key'))
     .orderBy('id')
     .limit(20)
-    .pluck('id')) as number[];
+    .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
   let entered = 0;
-  for (const id of ids) {
+  for (const { id, user_id: userId } of due) {
     entered += await deps.db.transaction(async (trx) => {
-      const a = (await trx('automations').where({ id, status: AutomationStatus.Live }).whereNull('deleted_at').forUpdate().skipLocked().first()) as
+      const a = (await trx('automations').where({ id, user_id: userId, status: AutomationStatus.Live }).whereNull('deleted_at').forUpdate().skipLocked().first()) as
         | AutomationTarget
         | undefined;
       return a ? scanOne(trx, a) : 0;
@@ -147,10 +151,11 @@ interface DueRow {
   unsubscribe_group_id: number | null;
 }
 
-/** Live schedules per automation, in order. */
-async function stepsOf(trx: Knex, automationIds: number[]): Promise<Map<number, ScheduleStep[]>> {
+/** Live schedules per automation, in order (of one account when `userId` is given: one node's read on Citus). */
+async function stepsOf(trx: Knex, automationIds: number[], userId: number | undefined): Promise<Map<number, ScheduleStep[]>> {
   const rows = (await trx('automation_schedules')
     .whereIn('automation_id', automationIds)
+    .modify((q) => (userId === undefined ? q : q.where('user_id', userId)))
     .whereNull('deleted_at')
     .orderBy('id')
     .select('id', 'automation_id', 'waiting_period', 'waiting_type')) as Array<ScheduleStep & { automation_id: number }>;
@@ -164,10 +169,14 @@ async function stepsOf(trx: Knex, automationIds: number[]): Promise<Map<number, 
  * (src/suppression) refuses its address for the automation's group. Suppressed ones are
  * recorded as `dropped` events by the caller.
  */
-async function blocked(trx: Knex, rows: DueRow[]): Promise<Map<number, { exit: string; dropped?: SuppressionReason }>> {
+async function blocked(trx: Knex, rows: DueRow[], userId: number | undefined): Promise<Map<number, { exit: string; dropped?: SuppressionReason }>> {
   const reasons = new Map<number, { exit: string; dropped?: SuppressionReason }>();
   const contacts = new Set(
-    (await trx('contacts').whereIn('id', rows.map((r) => r.contact_id)).whereNull('deleted_at').pluck('id')) as number[],
+    (await trx('contacts')
+      .whereIn('id', rows.map((r) => r.contact_id))
+      .modify((q) => (userId === undefined ? q : q.where('user_id', userId)))
+      .whereNull('deleted_at')
+      .pluck('id')) as number[],
   );
   const refused = await suppressedAmong(
     trx,
@@ -195,21 +204,38 @@ interface Progress {
   sent: boolean;
 }
 
-/** Queues every due email of a batch and moves each contact on. Returns the rows handled. */
+const DUE_STEPS = `ac.state = ${P.Active} AND ac.next_due_at <= now() AND a.status = ${AutomationStatus.Live} AND a.deleted_at IS NULL`;
+
+/**
+ * Queues every due email of a batch and moves each contact on; on Citus one account's at a time,
+ * the accounts with steps due longest first (src/db/per-account.ts). Returns the rows handled.
+ */
 export async function processDueSteps(deps: EngineDeps): Promise<number> {
+  const due = {
+    from: 'automation_contacts ac JOIN automations a ON a.id = ac.automation_id AND a.user_id = ac.user_id',
+    where: DUE_STEPS,
+    account: 'ac.user_id',
+    due: 'ac.next_due_at',
+  };
+  return claimPerAccount(deps.db, due, DUE_BATCH, (userId, limit) => processDueStepsOf(deps, userId, limit));
+}
+
+async function processDueStepsOf(deps: EngineDeps, userId: number | undefined, limit: number): Promise<number> {
+  const of = userId === undefined ? { sql: '', bindings: [] } : { sql: ' AND ac.user_id = ? AND a.user_id = ?', bindings: [userId, userId] };
   return deps.db.transaction(async (trx) => {
     const rows = (
       await trx.raw(
         `SELECT ac.id, ac.automation_id, ac.contact_id, ac.email, ac.next_schedule_id, a.user_id, a.unsubscribe_group_id
-         FROM automation_contacts ac JOIN automations a ON a.id = ac.automation_id
-         WHERE ac.state = ${P.Active} AND ac.next_due_at <= now() AND a.status = ${AutomationStatus.Live} AND a.deleted_at IS NULL
+         FROM automation_contacts ac JOIN automations a ON a.id = ac.automation_id AND a.user_id = ac.user_id
+         WHERE ${DUE_STEPS}${of.sql}
          ORDER BY ac.next_due_at LIMIT ? FOR UPDATE OF ac SKIP LOCKED`,
-        [DUE_BATCH],
+        [...of.bindings, limit],
       )
     ).rows as DueRow[];
     if (rows.length === 0) return 0;
-    const steps = await stepsOf(trx, [...new Set(rows.map((r) => r.automation_id))]);
-    const reasons = await blocked(trx, rows);
+    const now = Date.now();
+    const steps = await stepsOf(trx, [...new Set(rows.map((r) => r.automation_id))], userId);
+    const reasons = await blocked(trx, rows, userId);
     const queue: Array<{ user_id: number; automation_id: number; schedule_id: number; contact_id: number }> = [];
     const progress: Progress[] = rows.map((r) => {
       const reason = reasons.get(r.id);
@@ -229,15 +255,15 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
         `INSERT INTO deliveries (user_id, automation_id, automation_schedule_id, contact_id, email)
          SELECT v.user_id, v.automation_id, v.schedule_id, c.id, c.email
          FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
-         JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id
+         JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id${ofOneAccount('c', rows.map((r) => r.user_id))}
          ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
          RETURNING user_id, single_send_id, automation_id, automation_schedule_id`,
         [JSON.stringify(queue)],
       );
       const queued = inserted.rows as Array<SourceColumns & { user_id: number; automation_id: number }>;
-      const perAutomation = new Map<number, number>();
-      for (const r of queued) perAutomation.set(r.automation_id, (perAutomation.get(r.automation_id) ?? 0) + 1);
-      for (const [id, n] of perAutomation) await trx('automations').where({ id }).increment('total_triggered', n);
+      const perAutomation = new Map<number, { userId: number; n: number }>();
+      for (const r of queued) perAutomation.set(r.automation_id, { userId: r.user_id, n: (perAutomation.get(r.automation_id)?.n ?? 0) + 1 });
+      for (const [id, { userId: owner, n }] of perAutomation) await trx('automations').where({ id, user_id: owner }).increment('total_triggered', n);
       await countQueued(
         trx,
         queued.flatMap((r) => {
@@ -249,12 +275,13 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
     await trx.raw(
       `UPDATE automation_contacts ac SET
          state = v.state, exit_reason = v.exit_reason, next_schedule_id = v.next_schedule_id,
-         next_due_at = CASE WHEN v.next_schedule_id IS NULL THEN NULL ELSE now() + (v.wait_seconds * interval '1 second') END,
-         last_sent_at = CASE WHEN v.sent THEN now() ELSE ac.last_sent_at END,
+         next_due_at = v.next_due_at,
+         last_sent_at = coalesce(v.sent_at, ac.last_sent_at),
          updated_at = now()
-       FROM json_to_recordset(?::json) AS v(id bigint, state text, exit_reason text, next_schedule_id integer, wait_seconds integer, sent boolean)
-       WHERE ac.id = v.id`,
-      [JSON.stringify(progress)],
+       FROM json_to_recordset(?::json) AS v(id bigint, state text, exit_reason text, next_schedule_id integer, next_due_at timestamptz, sent_at timestamptz)
+       WHERE ac.id = v.id${ofOneAccount('ac', rows.map((r) => r.user_id))}`,
+      // Times as values: Citus refuses now() inside CASE or COALESCE in an UPDATE of a distributed table.
+      [JSON.stringify(progress.map((p) => ({ ...p, next_due_at: p.wait_seconds === null ? null : new Date(now + p.wait_seconds * 1000).toISOString(), sent_at: p.sent ? new Date(now).toISOString() : null })))],
     );
     // Last in the transaction: the events lock (src/events/record.ts) is held from here to commit.
     const dropped: MessageEvent[] = [];

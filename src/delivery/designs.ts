@@ -30,10 +30,10 @@ async function customFieldNames(db: Knex, userId: number): Promise<Map<string, s
 }
 
 /** A source's design compiled, with its links registered for tracking (TRACK_CLICKS) under its owner. */
-async function loadDesign(db: Knex, config: Config, source: MessageSource): Promise<LoadedDesign | undefined> {
-  const parts = await designParts(db, source);
+async function loadDesign(db: Knex, config: Config, userId: number, source: MessageSource): Promise<LoadedDesign | undefined> {
+  const parts = await designParts(db, userId, source);
   if (!parts) return undefined;
-  const { userId, owner, ...design } = parts;
+  const { owner, ...design } = parts;
   return {
     fromEmail: parts.fromEmail,
     domain: parts.fromEmail.split('@')[1] ?? 'localhost',
@@ -72,7 +72,7 @@ export class DesignCache {
     const hit = this.entries.get(key);
     if (hit && Date.now() - hit.at < this.ttlMs) return hit.design;
     const source = sourceOfRow(row);
-    const design = source && (await loadDesign(this.db, this.config, source));
+    const design = source && (await loadDesign(this.db, this.config, row.user_id, source));
     this.entries.delete(key);
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as DesignKey);
     this.entries.set(key, { design, at: Date.now() });

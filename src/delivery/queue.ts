@@ -6,6 +6,7 @@ import { softBounceCounts, suppress, type Suppression } from '../suppression';
 import { fenceSql, type Fence } from '../jobs/fence';
 import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import { DeliveryStatus, deliveryStatus } from '../states';
+import { ofOneAccount, type DueWork } from '../db/per-account';
 
 /**
  * The recipient-row queue in PostgreSQL. Rows are claimed with `FOR UPDATE SKIP LOCKED`, so
@@ -77,18 +78,25 @@ const CLAIM = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending
  * again. Sending no longer waits for a disk flush before each half-batch.
  *
  * The settings and the claim go as one simple-protocol query (one round trip, one implicit
- * transaction), which is why the two numbers are written into the text: both are integers
- * from the configuration, checked here.
+ * transaction), which is why the numbers are written into the text: integers from the
+ * configuration (and the account's id), checked here.
+ *
+ * With `userId` (on Citus, src/db/per-account.ts) the claim takes one account's rows: every
+ * table in it is named with the account as a value, so Citus runs it on the one shard that
+ * holds them (it refuses `FOR UPDATE` across shards). Without it, the text is the one-server
+ * claim, unchanged.
  */
-export const CLAIM_SQL = (limit: number, leaseMs: number) => {
+export const CLAIM_SQL = (limit: number, leaseMs: number, userId?: number) => {
   if (!Number.isSafeInteger(limit) || limit < 1 || !Number.isSafeInteger(leaseMs) || leaseMs < 1) {
     throw new Error(`claim: bad limit ${limit} or lease ${leaseMs}`);
   }
+  if (userId !== undefined && !Number.isSafeInteger(userId)) throw new Error(`claim: bad account ${userId}`);
+  const of = (alias: string) => (userId === undefined ? '' : ` AND ${alias}user_id = ${userId}`);
   return `SET LOCAL enable_bitmapscan = off;
     SET LOCAL synchronous_commit = off;
     WITH picked AS (
       SELECT id, user_id FROM deliveries
-      WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()
+      WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()${of('')}
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
@@ -96,19 +104,27 @@ export const CLAIM_SQL = (limit: number, leaseMs: number) => {
       UPDATE deliveries d
       SET status = ${CLAIM.toSql}, attempts = d.attempts + 1,
           next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds'
-      FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id
+      FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id${of('d.')}
       RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.ab_variation_id, d.ab_phase,
                 d.contact_id, d.email, d.token, d.attempts, d.data
     )
     SELECT cl.*, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
            c.address_line2, c.state_province_region, c.postal_code, c.custom_fields
     FROM claimed cl
-    LEFT JOIN contacts c ON c.id = cl.contact_id AND c.user_id = cl.user_id
+    LEFT JOIN contacts c ON c.id = cl.contact_id AND c.user_id = cl.user_id${of('c.')}
     LEFT JOIN countries co ON co.id = c.country_id`;
 };
 
-export async function claimBatch(db: Knex, limit: number, leaseMs: number): Promise<ClaimedRow[]> {
-  const results = (await db.raw(CLAIM_SQL(limit, leaseMs))) as Array<{ rows: ClaimedRow[] }>;
+/** Where due recipient rows are, for the accounts' line on Citus (src/db/per-account.ts). */
+export const DUE_ROWS: DueWork = {
+  from: 'deliveries',
+  where: `status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()`,
+  account: 'user_id',
+  due: 'next_attempt_at',
+};
+
+export async function claimBatch(db: Knex, limit: number, leaseMs: number, userId?: number): Promise<ClaimedRow[]> {
+  const results = (await db.raw(CLAIM_SQL(limit, leaseMs, userId))) as Array<{ rows: ClaimedRow[] }>;
   return results[results.length - 1].rows;
 }
 
@@ -126,7 +142,7 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
   await db.raw(
     `UPDATE deliveries d SET status = ${RELEASE.toSql}, attempts = d.attempts - 1, locked_until = NULL, next_attempt_at = now()
      FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, attempts integer)
-     WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}`,
+     WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}${ofOneAccount('d', claims.map((c) => c.user_id))}`,
     [JSON.stringify(claims.map(({ id, user_id, attempts }) => ({ id, user_id, attempts })))],
   );
 }
@@ -140,24 +156,23 @@ export type Outcome =
 for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Queued]) {
   deliveryStatus.move(DeliveryStatus.Sending, to);
 }
-const { sql: D } = deliveryStatus;
 
 /**
  * Writes a batch's outcomes in one statement; only rows still under the claim that tried them
  * change (an outcome whose claim was taken over applies to nothing), and the rows that did
  * change come back to be recorded as events.
  */
-export const RECORD_OUTCOMES_SQL = `
+export const RECORD_OUTCOMES_SQL = (claims: ClaimRef[]) => `
   UPDATE deliveries d SET
     status = v.status,
-    sent_at = CASE WHEN v.status = ${D.Sent} THEN now() ELSE d.sent_at END,
+    sent_at = coalesce(v.sent_at, d.sent_at),
     message_id = coalesce(v.message_id, d.message_id),
     last_error = v.error,
     next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
     locked_until = NULL
   FROM json_to_recordset(?::json)
-    AS v(id bigint, user_id integer, attempts integer, status text, message_id text, error text, retry_at timestamptz, code integer)
-  WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}
+    AS v(id bigint, user_id integer, attempts integer, status text, sent_at timestamptz, message_id text, error text, retry_at timestamptz, code integer)
+  WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}${ofOneAccount('d', claims.map((c) => c.user_id))}
   RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error, v.code`;
 
 type Applied = SourceRefColumns & {
@@ -222,18 +237,21 @@ export interface SoftBouncePolicy {
  */
 export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
+  // When the batch is recorded (Citus refuses now() inside the statement's COALESCE and CASE).
+  const now = new Date().toISOString();
   const values = outcomes.map((o, i) => ({
     id: claims[i].id,
     user_id: claims[i].user_id,
     attempts: claims[i].attempts,
     status: o.status,
+    sent_at: o.status === DeliveryStatus.Sent ? now : null,
     message_id: o.status === DeliveryStatus.Sent ? o.messageId : null,
     error: o.status === DeliveryStatus.Sent ? null : o.error.slice(0, 1000),
     retry_at: o.status === DeliveryStatus.Queued ? o.retryAt.toISOString() : null,
     code: o.status === DeliveryStatus.Sent ? null : (o.code ?? null),
   }));
   return db.transaction(async (trx) => {
-    const result = await trx.raw(RECORD_OUTCOMES_SQL, [JSON.stringify(values)]);
+    const result = await trx.raw(RECORD_OUTCOMES_SQL(claims), [JSON.stringify(values)]);
     const applied = result.rows as Applied[];
     await recordMessageEvents(trx, applied.map(outcomeEvent));
     await suppress(trx, await smtpSuppressions(trx, applied, policy));

@@ -6,6 +6,7 @@ import { countQueued } from '../statistics';
 import { deliveryStatus, SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 import { startTestGroup } from '../ab/split';
+import { claimPerAccount } from '../db/per-account';
 
 /**
  * Single sends through their states (src/states.ts): ready and due → running → audience
@@ -31,20 +32,32 @@ interface SendRow {
   unsubscribes: number;
 }
 
+/** Sends started per round, at most. */
+const START_BATCH = 20;
+const DUE_SENDS = `status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()`;
+
 /**
  * Ready sends whose time has come → running, each with its `single_send.started` event in the
- * same transaction (a crash between them can lose neither). Returns how many started.
+ * same transaction (a crash between them can lose neither); on Citus one account's at a time,
+ * the accounts with sends due longest first (src/db/per-account.ts). Returns how many started.
  */
 export async function startDueSends(deps: EventDeps): Promise<number> {
+  const due = { from: 'single_sends', where: DUE_SENDS, account: 'user_id', due: 'due_at' };
+  return claimPerAccount(deps.db, due, START_BATCH, (userId, limit) => startSendsOf(deps, userId, limit));
+}
+
+async function startSendsOf(deps: EventDeps, userId: number | undefined, limit: number): Promise<number> {
+  const of = userId === undefined ? { sql: '', bindings: [] } : { sql: ' AND user_id = ?', bindings: [userId] };
   const started = await deps.db.transaction(async (trx) => {
     const result = await trx.raw(
       `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
        WHERE s.id IN (
          SELECT id FROM single_sends
-         WHERE status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()
-         ORDER BY due_at LIMIT 20 FOR UPDATE SKIP LOCKED
-       )
+         WHERE ${DUE_SENDS}${of.sql}
+         ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED
+       )${of.sql.replace('user_id', 's.user_id')}
        RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
+      [...of.bindings, limit, ...of.bindings],
     );
     const rows = result.rows as SendRow[];
     for (const s of rows) {
@@ -84,17 +97,18 @@ export async function fanOutSome(db: Knex, logger: Logger, onChunk: () => void =
   const started = Date.now();
   let chunks = 0;
   for (;;) {
-    const ids = (await db('single_sends')
+    // A read of every account's sends (on Citus, of every node: a read needs no lock); each is then written under its account.
+    const sends = (await db('single_sends')
       .where({ status: SendStatus.Running })
       .whereNull('fanout_done_at')
       .whereNull('deleted_at')
       .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', db.fn.now()))
       .orderBy('id')
       .limit(20)
-      .pluck('id')) as number[];
+      .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
     let wrote = 0;
-    for (const id of ids) {
-      const n = await fanOutLocked(db, logger, id);
+    for (const send of sends) {
+      const n = await fanOutLocked(db, logger, send);
       if (n) onChunk();
       wrote += n;
       if (Date.now() - started > FANOUT_ROUND_MS) return chunks + wrote;
@@ -105,14 +119,14 @@ export async function fanOutSome(db: Knex, logger: Logger, onChunk: () => void =
 }
 
 /** One chunk of send `id`, unless another worker holds its fan-out. Returns 1 if written. */
-async function fanOutLocked(db: Knex, logger: Logger, id: number): Promise<number> {
+async function fanOutLocked(db: Knex, logger: Logger, { id, user_id: userId }: { id: number; user_id: number }): Promise<number> {
   let current: SendRow | undefined;
   try {
     return await db.transaction(async (trx) => {
       const { rows } = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [FANOUT_LOCK_CLASS, id]);
       if (!rows[0].locked) return 0;
       // Read after taking the lock: the cursor another worker may just have moved.
-      current = (await trx('single_sends').where({ id, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
+      current = (await trx('single_sends').where({ id, user_id: userId, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
         | SendRow
         | undefined;
       if (!current) return 0;
@@ -124,7 +138,7 @@ async function fanOutLocked(db: Knex, logger: Logger, id: number): Promise<numbe
     // This send's chunk failed (and rolled back): park it for a minute and go on with the others.
     logger.error({ err, singleSend: current.utr }, 'audience chunk failed; retrying in a minute');
     await db('single_sends')
-      .where({ id: current.id })
+      .where({ id: current.id, user_id: current.user_id })
       .update({ fanout_retry_at: db.raw("now() + interval '1 minute'"), fanout_error: String((err as Error).message).slice(0, 1000) });
     return 1;
   }
@@ -143,13 +157,15 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
   const cursor = send.fanout_cursor ?? { source: 0, after: 0 };
   const { next, inserted } = await fanOutChunk(trx, target, cursor, chunkSize(send.triggered));
   const done = !next || next.source >= target.sources.length;
+  // The moment the last chunk is written (now() would be its transaction's start), read first:
+  // Citus refuses a volatile function in an UPDATE of a distributed table.
+  const doneAt = done ? ((await trx.raw('SELECT clock_timestamp() AS t')).rows[0].t as Date) : null;
   const updated = await trx('single_sends')
     .where({ id: send.id, user_id: send.user_id, status: SendStatus.Running })
     .whereNull('deleted_at')
     .update({
       fanout_cursor: done ? null : JSON.stringify(next),
-      // The moment the last chunk is written (now() would be its transaction's start).
-      fanout_done_at: done ? trx.raw('clock_timestamp()') : null,
+      fanout_done_at: doneAt,
       fanout_retry_at: null,
       fanout_error: null,
       triggered: trx.raw('triggered + ?', [inserted]),
@@ -182,10 +198,10 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       const result = await trx.raw(
         `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
          WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
-           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = s.user_id
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = ?
                            AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}, ${deliveryStatus.sql.Held}))
          RETURNING s.*`,
-        [c.id, c.user_id],
+        [c.id, c.user_id, c.user_id],
       );
       const s = (result.rows as SendRow[])[0];
       if (!s) return undefined;

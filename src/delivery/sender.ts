@@ -9,7 +9,8 @@ import { retryDelay } from '../jobs/backoff';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache, type LoadedDesign } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
-import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
+import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
+import { AccountTurns, onCitus } from '../db/per-account';
 import type { RecipientData } from './render';
 
 export interface SenderDeps {
@@ -49,6 +50,8 @@ interface Half {
  * outcomes and statistics in one statement) once every message of it was answered.
  */
 export class Sender {
+  private accounts?: AccountTurns;
+
   constructor(private readonly deps: SenderDeps) {}
 
   /**
@@ -147,7 +150,11 @@ export class Sender {
 
   /** Claims a half and loads each of its designs once (the lanes would otherwise all miss the cache together). */
   private async claimHalf(size: number): Promise<ClaimedRow[]> {
-    const rows = await claimBatch(this.deps.db, size, this.deps.config.sendLeaseMs);
+    const { db, config } = this.deps;
+    // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
+    const rows = (await onCitus(db))
+      ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId))
+      : await claimBatch(db, size, config.sendLeaseMs);
     const firstOfDesign = new Map<string, ClaimedRow>();
     for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
     for (const row of firstOfDesign.values()) await this.deps.designs.get(row).catch(() => undefined);

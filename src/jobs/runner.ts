@@ -3,7 +3,8 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { JobStateName } from '../states';
 import { retryDelay } from './backoff';
-import { claimJobs } from './claim';
+import { claimJobs, dueJobs } from './claim';
+import { claimPerAccount } from '../db/per-account';
 import { fenceSql } from './fence';
 import type { Claimed, Columns, JobTable } from './table';
 
@@ -69,10 +70,13 @@ export interface JobKind<Job, D extends JobDeps = JobDeps> {
  */
 export async function runDueJobs<Job, D extends JobDeps>(kind: JobKind<Job, D>, deps: D): Promise<number> {
   const settings = kind.settings(deps.config);
-  const jobs = await claimJobs<Job>(deps.db, kind.table, {
-    kind: kind.table.kindColumn ? kind.name : undefined,
-    limit: settings.concurrency,
-    leaseMs: settings.leaseMs,
+  const kindName = kind.table.kindColumn ? kind.name : undefined;
+  const jobs: Array<Claimed<Job>> = [];
+  // On Citus one account's jobs at a time, the accounts with jobs due longest first (src/db/per-account.ts).
+  await claimPerAccount(deps.db, dueJobs(kind.table, kindName), settings.concurrency, async (userId, limit) => {
+    const claimed = await claimJobs<Job>(deps.db, kind.table, { kind: kindName, limit, leaseMs: settings.leaseMs, userId });
+    jobs.push(...claimed);
+    return claimed.length;
   });
   await Promise.all(jobs.map((job) => attempt(kind, deps, settings, job)));
   return jobs.length;

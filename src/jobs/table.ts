@@ -18,8 +18,12 @@ export interface JobTable {
   readonly kindColumn?: string;
   /** What a claimed job carries besides user_id, id and attempts: SQL over the claimed row `j`. */
   readonly returning: string;
-  /** A condition a due job must also meet to be claimed: SQL over the row `j`, constants only. */
-  readonly claimable?: string;
+  /**
+   * A condition a due job must also meet to be claimed: SQL over the row `j`, constants only,
+   * naming the job's account as `account` (`j.user_id`, or on Citus the claim's account as a
+   * value, so every table in the claim is named with it: src/jobs/claim.ts).
+   */
+  readonly claimable?: (account: string) => string;
   /** A column every write sets to now() (the claim, the outcome), when the table keeps one. */
   readonly touched?: string;
   readonly lastError: string;

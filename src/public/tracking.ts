@@ -101,18 +101,25 @@ export class TrackingRecorder {
   }
 
   /**
-   * One group: the recipient rows are locked in id order (opens and clicks change them; a fixed
-   * order keeps two groups from deadlocking), then each hit becomes its events.
+   * One group: the recipient rows are locked account by account, in id order (opens and clicks
+   * change them; a fixed order keeps two groups from deadlocking), one statement per account
+   * (named by the token: on Citus each locks one shard's rows, as Citus runs `FOR UPDATE` only
+   * within one), then each hit becomes its events.
    */
   private async write(trx: Knex.Transaction, hits: Hit[]): Promise<boolean[]> {
-    const ids = [...new Set(hits.map((h) => h.ref.deliveryId))].sort((a, b) => a - b);
-    const { rows } = await trx.raw(
-      `SELECT id, user_id, ${SOURCE_REF_COLUMNS.join(', ')}, email, open_count,
-              extract(epoch FROM now() - sent_at)::float8 AS age
-       FROM deliveries WHERE id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
-      [ids],
-    );
-    const byId = new Map((rows as DeliveryRow[]).map((r) => [Number(r.id), r]));
+    const perAccount = new Map<number, Set<number>>();
+    for (const h of hits) perAccount.set(h.ref.userId, (perAccount.get(h.ref.userId) ?? new Set()).add(h.ref.deliveryId));
+    const rows: DeliveryRow[] = [];
+    for (const [userId, ids] of [...perAccount].sort((a, b) => a[0] - b[0])) {
+      const locked = await trx.raw(
+        `SELECT id, user_id, ${SOURCE_REF_COLUMNS.join(', ')}, email, open_count,
+                extract(epoch FROM now() - sent_at)::float8 AS age
+         FROM deliveries WHERE user_id = ? AND id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
+        [userId, [...ids].sort((a, b) => a - b)],
+      );
+      rows.push(...(locked.rows as DeliveryRow[]));
+    }
+    const byId = new Map(rows.map((r) => [Number(r.id), r]));
     const window = this.config.clickBotWindowSeconds;
     const opened = new Set<number>();
     const events: MessageEvent[] = [];

@@ -29,18 +29,12 @@ export type ContextResolver = (db: Knex, token: string) => Promise<MessageContex
 export const resolveMessage: ContextResolver = async (db, token) => {
   const recipient = await recipientCondition(db, token, 'd');
   if (!recipient) return undefined;
-  const row = await recipient(db('deliveries as d'))
-    .leftJoin('single_sends as s', 's.id', 'd.single_send_id')
-    .leftJoin('automations as a', 'a.id', 'd.automation_id')
-    .first(
-      'd.id',
-      'd.user_id',
-      'd.email',
-      ...SOURCE_REF_COLUMNS.map((c) => `d.${c}`),
-      'd.unsubscribed_at',
-      db.raw('coalesce(s.unsubscribe_group_id, a.unsubscribe_group_id) AS group_id'),
-    );
+  const row = await recipient(db('deliveries as d')).first('d.id', 'd.user_id', 'd.email', ...SOURCE_REF_COLUMNS.map((c) => `d.${c}`), 'd.unsubscribed_at');
   if (!row) return undefined;
+  // The group of its send or automation, read with the account as a value (one node's read on Citus).
+  const owner = row.single_send_id ? db('single_sends').where({ id: row.single_send_id }) : row.automation_id ? db('automations').where({ id: row.automation_id }) : undefined;
+  const group = owner && (await owner.where({ user_id: row.user_id }).first('unsubscribe_group_id'));
+  row.group_id = group?.unsubscribe_group_id ?? null;
   return {
     deliveryId: row.id,
     userId: row.user_id,
@@ -72,8 +66,8 @@ async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupSt
       'g.group_name',
       'g.description',
       db.raw(
-        'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients r WHERE r.unsubscribe_groups_id = g.id AND lower(r.email_address) = lower(?)) AS subscribed',
-        [m.email],
+        'NOT EXISTS (SELECT 1 FROM unsubscribe_group_recipients r WHERE r.user_id = ? AND r.unsubscribe_groups_id = g.id AND lower(r.email_address) = lower(?)) AS subscribed',
+        [m.userId, m.email],
       ),
     )) as GroupState[];
   const all = await db('global_unsubscribers').where('user_id', m.userId).whereRaw('lower(email_address) = lower(?)', [m.email]).first('id');

@@ -272,10 +272,10 @@ export type DesignParts = Pick<DesignSource, 'subject' | 'preheader' | 'html' | 
 };
 
 /** A single send: everything about its sender was copied onto the send when it was saved. */
-async function singleSendParts(db: Knex, id: number): Promise<DesignParts | undefined> {
+async function singleSendParts(db: Knex, userId: number, id: number): Promise<DesignParts | undefined> {
   const s = await db('single_sends as s')
     .join('templates as t', 't.id', 's.template_id')
-    .where('s.id', id)
+    .where({ 's.id': id, 's.user_id': userId })
     .first('s.user_id', 's.subject', 's.preheader', 's.template_html', 't.html_code', 's.from_sender', 's.reply_to', 's.sender_name', 's.sender_address');
   if (!s) return undefined;
   return {
@@ -292,11 +292,11 @@ async function singleSendParts(db: Knex, id: number): Promise<DesignParts | unde
 }
 
 /** An automation email: its own subject and design, its sender as it is now (no preheader). */
-async function automationEmailParts(db: Knex, source: { automationId: number; scheduleId: number }): Promise<DesignParts | undefined> {
+async function automationEmailParts(db: Knex, userId: number, source: { automationId: number; scheduleId: number }): Promise<DesignParts | undefined> {
   const s = await db('automation_schedules as s')
     .join('templates as t', 't.id', 's.template_id')
-    .join('senders as snd', 'snd.id', 's.sender_id')
-    .where('s.id', source.scheduleId)
+    .join('senders as snd', (j) => j.on('snd.id', 's.sender_id').andOn('snd.user_id', 's.user_id'))
+    .where({ 's.id': source.scheduleId, 's.user_id': userId, 'snd.user_id': userId })
     .first('s.user_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
       'snd.company_address', 'snd.company_address2', 'snd.zip_code', 'snd.country_id', 'snd.state_id', 'snd.city_id');
   if (!s) return undefined;
@@ -319,12 +319,12 @@ async function automationEmailParts(db: Knex, source: { automationId: number; sc
  * sender (copied onto the variation when it was saved, as a send's is). Index 0 (A) replaces
  * nothing: it is the send.
  */
-async function variationParts(db: Knex, source: { singleSendId: number; variationId: number }): Promise<DesignParts | undefined> {
-  const send = await singleSendParts(db, source.singleSendId);
+async function variationParts(db: Knex, userId: number, source: { singleSendId: number; variationId: number }): Promise<DesignParts | undefined> {
+  const send = await singleSendParts(db, userId, source.singleSendId);
   const v = await db('single_send_variations as v')
     .join('ab_tests as t', (j) => j.on('t.single_send_id', 'v.single_send_id').andOn('t.user_id', 'v.user_id'))
     .leftJoin('templates as tpl', 'tpl.id', 'v.template_id')
-    .where({ 'v.id': source.variationId, 'v.single_send_id': source.singleSendId })
+    .where({ 'v.id': source.variationId, 'v.single_send_id': source.singleSendId, 'v.user_id': userId, 't.user_id': userId })
     .first('t.type', 'v.subject', 'v.template_html', 'v.template_id', 'tpl.html_code', 'v.from_sender', 'v.reply_to', 'v.sender_name', 'v.sender_address');
   if (!send || !v) return undefined;
   switch (v.type as 'subject' | 'design' | 'sender') {
@@ -343,13 +343,14 @@ async function variationParts(db: Knex, source: { singleSendId: number; variatio
   }
 }
 
-export async function designParts(db: Knex, source: MessageSource): Promise<DesignParts | undefined> {
+/** The parts of account `userId`'s source (every table named with the account: one node's read on Citus). */
+export async function designParts(db: Knex, userId: number, source: MessageSource): Promise<DesignParts | undefined> {
   switch (source.kind) {
     case 'single_send':
-      return singleSendParts(db, source.singleSendId);
+      return singleSendParts(db, userId, source.singleSendId);
     case 'automation_email':
-      return automationEmailParts(db, source);
+      return automationEmailParts(db, userId, source);
     case 'ab_variation':
-      return variationParts(db, source);
+      return variationParts(db, userId, source);
   }
 }

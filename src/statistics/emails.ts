@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { ofOneAccount } from '../db/per-account';
 import type { MessageEvent } from '../events/types';
 import { counterOwners, OWNERS, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
 import type { Counter } from './counters';
@@ -55,7 +56,7 @@ export async function addToEmails(trx: Knex.Transaction, adds: EmailAdd[]): Prom
   await trx.raw(
     `UPDATE ${EMAILS} s SET ${EMAIL_COUNTERS.map((c) => `${EMAIL_COLUMNS[c]} = s.${EMAIL_COLUMNS[c]} + v.${c}`).join(', ')}
      FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${EMAIL_COUNTERS.map((c) => `${c} integer`).join(', ')})
-     WHERE s.id = v.id AND s.user_id = v.user_id`,
+     WHERE s.id = v.id AND s.user_id = v.user_id${ofOneAccount('s', rows.map((r) => r.user_id))}`,
     [JSON.stringify(rows)],
   );
 }
@@ -75,7 +76,7 @@ export async function countEmailEvents(trx: Knex.Transaction, moved: Array<{ eve
   const { rows } = await trx.raw(
     `SELECT d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id
      FROM json_to_recordset(?::json) AS v(id bigint, user_id integer)
-     JOIN deliveries d ON d.id = v.id AND d.user_id = v.user_id`,
+     JOIN deliveries d ON d.id = v.id AND d.user_id = v.user_id${ofOneAccount('d', keys.map((k) => k.user_id))}`,
     [JSON.stringify(keys)],
   );
   const emailOfRow = new Map((rows as Array<SourceColumns & { id: string | number; user_id: number }>).map((r) => [`${r.user_id}:${Number(r.id)}`, emailOf(sourceOfRow(r))]));

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from '../events/types';
+import { ofOneAccount } from '../db/per-account';
 import { counterOwners, ownerOfSource, OWNER_KINDS, OWNERS, type MessageSource, type OwnerKind } from '../sources';
 import { EVENT_COUNTERS, HOURLY_COLUMNS, type EventCounter, type EventCounts } from './counters';
 import { addToEmails, countEmailEvents, emailOf } from './emails';
@@ -16,19 +17,21 @@ import { addToEmails, countEmailEvents, emailOf } from './emails';
  * unique open, known from the row's own open count, which is moved here too.
  */
 async function firstOpens(trx: Knex.Transaction, events: MessageEvent[]): Promise<Set<number>> {
-  const perRow = new Map<string, { id: number; user_id: number; n: number }>();
+  // The moment, as a value: Citus refuses now() inside COALESCE in an UPDATE of a distributed table.
+  const at = new Date().toISOString();
+  const perRow = new Map<string, { id: number; user_id: number; n: number; at: string }>();
   for (const e of events) {
     if (e.type !== 'opened' || !e.deliveryId) continue;
     const key = `${e.userId}:${e.deliveryId}`;
-    const row = perRow.get(key) ?? { id: e.deliveryId, user_id: e.userId, n: 0 };
+    const row = perRow.get(key) ?? { id: e.deliveryId, user_id: e.userId, n: 0, at };
     row.n += 1;
     perRow.set(key, row);
   }
   if (perRow.size === 0) return new Set();
   const { rows } = await trx.raw(
-    `UPDATE deliveries d SET open_count = d.open_count + v.n, opened_at = coalesce(d.opened_at, now())
-     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, n integer)
-     WHERE d.id = v.id AND d.user_id = v.user_id
+    `UPDATE deliveries d SET open_count = d.open_count + v.n, opened_at = coalesce(d.opened_at, v.at)
+     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, n integer, at timestamptz)
+     WHERE d.id = v.id AND d.user_id = v.user_id${ofOneAccount('d', [...perRow.values()].map((r) => r.user_id))}
      RETURNING d.id, d.open_count = v.n AS first`,
     [JSON.stringify([...perRow.values()])],
   );
@@ -77,13 +80,13 @@ async function applyClicks(trx: Knex.Transaction, events: MessageEvent[]): Promi
   await trx.raw(
     `UPDATE tracked_links l SET total_clicks = l.total_clicks + v.total, unique_clicks = l.unique_clicks + v.uniq
      FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, total integer, uniq integer)
-     WHERE l.id = v.id AND l.user_id = v.user_id`,
+     WHERE l.id = v.id AND l.user_id = v.user_id${ofOneAccount('l', [...perLink.values()].map((l) => l.user_id))}`,
     [JSON.stringify([...perLink.values()].sort((a, b) => a.id - b.id))],
   );
   const human = [...new Set(clicks.filter((c) => !c.data.suspected_bot).map((c) => c.deliveryId!))].sort((a, b) => a - b);
   if (human.length === 0) return new Set();
   const { rows: firstRows } = await trx.raw(
-    `UPDATE deliveries SET clicked_at = now() WHERE id = ANY(?::bigint[]) AND clicked_at IS NULL RETURNING id`,
+    `UPDATE deliveries d SET clicked_at = now() WHERE d.id = ANY(?::bigint[]) AND d.clicked_at IS NULL${ofOneAccount('d', clicks.map((c) => c.userId))} RETURNING d.id`,
     [human],
   );
   const firstOf = new Set((firstRows as Array<{ id: string }>).map((r) => Number(r.id)));
@@ -152,7 +155,7 @@ export async function applyStatistics(trx: Knex.Transaction, events: MessageEven
     await trx.raw(
       `UPDATE ${table} t SET ${sets}
        FROM json_to_recordset(?::json) AS v(user_id integer, id integer, ${EVENT_COUNTERS.map((k) => `${k} integer`).join(', ')})
-       WHERE t.id = v.id AND t.user_id = v.user_id`,
+       WHERE t.id = v.id AND t.user_id = v.user_id${ofOneAccount('t', counts.map((c) => c.user_id))}`,
       [JSON.stringify(counts)],
     );
     if (timeline) await addHourly(trx, kind, counts);

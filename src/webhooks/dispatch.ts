@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
 import { dnsFor } from '../dns';
+import { claimPerAccount } from '../db/per-account';
 import { runDueJobs, type JobKind, type Outcome } from '../jobs/runner';
 import { jobTable, type Claimed } from '../jobs/table';
 import { WebhookActivity, webhookActivity, webhookBatchStatus } from '../states';
@@ -74,41 +75,63 @@ const BATCH_SQL = `
   )
   SELECT (SELECT count(*)::int FROM inserted) AS batches, (SELECT max(id) FROM ev) AS last_id`;
 
-/** One active endpoint with events it has not had yet, held for this transaction. */
-const PICK_SQL = `
-  SELECT w.user_id, w.id, w.last_event_id, w.event_types FROM webhooks w
-  WHERE w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL
+/**
+ * Active endpoints with events they have not had yet (`account` names the endpoint's account in
+ * the events' subquery: `w.user_id`, or on Citus the account as a value, so that every table is
+ * named with it).
+ */
+const WANTING = (account: string) => `w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL
     AND EXISTS (
       SELECT 1 FROM events e
-      WHERE e.user_id = w.user_id AND e.id > w.last_event_id
-        AND (cardinality(w.event_types) = 0 OR e.type = ANY(w.event_types)))
+      WHERE e.user_id = ${account} AND e.id > w.last_event_id
+        AND (cardinality(w.event_types) = 0 OR e.type = ANY(w.event_types)))`;
+
+/** One such endpoint (of one account with `byAccount`), held for this transaction. */
+const PICK_SQL = (byAccount: boolean) => `
+  SELECT w.user_id, w.id, w.last_event_id, w.event_types FROM webhooks w
+  WHERE ${byAccount ? `w.user_id = :userId AND ${WANTING(':userId')}` : WANTING('w.user_id')}
   LIMIT 1
   FOR UPDATE OF w SKIP LOCKED`;
 
-/** Turns new events into webhook batches. Returns how many were made. */
+/**
+ * Turns new events into webhook batches, for up to ENDPOINTS_PER_ROUND endpoints; on Citus one
+ * account's endpoints at a time, the accounts whose endpoints are furthest behind first
+ * (src/db/per-account.ts). Returns how many batches were made.
+ */
 export async function batchEvents(db: Knex): Promise<number> {
   let made = 0;
-  for (let i = 0; i < ENDPOINTS_PER_ROUND; i += 1) {
-    const done = await db.transaction(async (trx) => {
-      const { rows } = await trx.raw(PICK_SQL);
-      const w = rows[0] as { user_id: number; id: number; last_event_id: string; event_types: string[] } | undefined;
-      if (!w) return undefined;
-      const { rows: out } = await trx.raw(BATCH_SQL, {
-        userId: w.user_id,
-        webhookId: w.id,
-        cursor: w.last_event_id,
-        types: w.event_types,
-        scan: SCAN_LIMIT,
-        batch: BATCH_SIZE,
-      });
-      const { batches, last_id: lastId } = out[0] as { batches: number; last_id: string | null };
-      if (lastId !== null) await trx('webhooks').where({ user_id: w.user_id, id: w.id }).update({ last_event_id: lastId });
-      return batches;
-    });
-    if (done === undefined) break;
-    made += done;
-  }
+  const wanting = { from: 'webhooks w', where: WANTING('w.user_id'), account: 'w.user_id', due: 'w.last_event_id' };
+  await claimPerAccount(db, wanting, ENDPOINTS_PER_ROUND, async (userId, endpoints) => {
+    let picked = 0;
+    while (picked < endpoints) {
+      const batches = await batchOne(db, userId);
+      if (batches === undefined) break;
+      picked += 1;
+      made += batches;
+    }
+    return picked;
+  });
   return made;
+}
+
+/** Batches one endpoint's new events (of account `userId` when given). Returns the batches made, or undefined when no endpoint wanted any. */
+async function batchOne(db: Knex, userId: number | undefined): Promise<number | undefined> {
+  return db.transaction(async (trx) => {
+    const { rows } = userId === undefined ? await trx.raw(PICK_SQL(false)) : await trx.raw(PICK_SQL(true), { userId });
+    const w = rows[0] as { user_id: number; id: number; last_event_id: string; event_types: string[] } | undefined;
+    if (!w) return undefined;
+    const { rows: out } = await trx.raw(BATCH_SQL, {
+      userId: w.user_id,
+      webhookId: w.id,
+      cursor: w.last_event_id,
+      types: w.event_types,
+      scan: SCAN_LIMIT,
+      batch: BATCH_SIZE,
+    });
+    const { batches, last_id: lastId } = out[0] as { batches: number; last_id: string | null };
+    if (lastId !== null) await trx('webhooks').where({ user_id: w.user_id, id: w.id }).update({ last_event_id: lastId });
+    return batches;
+  });
 }
 
 /** What a claimed webhook batch carries: its endpoint, its `webhook-id` and its fixed body. */
@@ -132,7 +155,8 @@ const WEBHOOK_BATCHES = jobTable({
   attempts: 'attempt',
   returning: 'j.webhook_id, j.msg_id, j.payload::text AS body',
   // A paused, disabled or deleted endpoint's batches wait (turned on again, it gets them).
-  claimable: `EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = j.user_id AND w.id = j.webhook_id AND w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL)`,
+  claimable: (account) =>
+    `EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = ${account} AND w.id = j.webhook_id AND w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL)`,
   touched: 'updated_at',
   lastError: 'last_error',
 });

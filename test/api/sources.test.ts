@@ -127,7 +127,7 @@ describe('designParts', () => {
     const send = await createSend(app, db, a, refs, { template_html: '<p>Hi ((first_name))</p>', subject: 'Subject ((first_name))', preheader: 'Preheader' });
     // A later change of the sender does not reach a send already saved.
     await db('senders').where({ id: sender }).update({ from_name: 'Renamed' });
-    expect(await designParts(db, { kind: 'single_send', singleSendId: send.id })).toEqual({
+    expect(await designParts(db, a.id, { kind: 'single_send', singleSendId: send.id })).toEqual({
       userId: a.id,
       owner: { kind: 'single_send', id: send.id },
       subject: 'Subject ((first_name))',
@@ -148,7 +148,7 @@ describe('designParts', () => {
     const email = await db('automation_schedules').where({ automation_id: automation.id }).first('id');
     await db('senders').where({ id: sender }).update({ from_name: 'Renamed' });
     const template = await db('templates').where({ id: 3 }).first('html_code');
-    expect(await designParts(db, { kind: 'automation_email', automationId: automation.id, scheduleId: email.id })).toEqual({
+    expect(await designParts(db, a.id, { kind: 'automation_email', automationId: automation.id, scheduleId: email.id })).toEqual({
       userId: a.id,
       owner: { kind: 'automation', id: automation.id },
       subject: 'Welcome',
@@ -162,7 +162,15 @@ describe('designParts', () => {
   });
 
   it('of a source that is gone: none', async () => {
-    expect(await designParts(db, { kind: 'single_send', singleSendId: 2_000_000_000 })).toBeUndefined();
-    expect(await designParts(db, { kind: 'automation_email', automationId: 1, scheduleId: 2_000_000_000 })).toBeUndefined();
+    expect(await designParts(db, a.id, { kind: 'single_send', singleSendId: 2_000_000_000 })).toBeUndefined();
+    expect(await designParts(db, a.id, { kind: 'automation_email', automationId: 1, scheduleId: 2_000_000_000 })).toBeUndefined();
+  });
+
+  it('of another account’s source: none (a source is read with its account, one node’s read on Citus)', async () => {
+    const refs = { sender: await makeSender(db, a), group: await makeGroup(db, a), list: await makeContactType(db, a) };
+    const send = await createSend(app, db, a, refs, { template_html: '<p>Hi</p>' });
+    const other = await makeAccount(db, 'Other');
+    expect(await designParts(db, a.id, { kind: 'single_send', singleSendId: send.id })).toBeDefined();
+    expect(await designParts(db, other.id, { kind: 'single_send', singleSendId: send.id })).toBeUndefined();
   });
 });

@@ -20,6 +20,14 @@ export const MULTI_SHARD_EXCEPTIONS: Array<{ pattern: RegExp; why: string }> = [
     why: 'GET /design/<utr>: design_url ends in the automation email’s utr (the spec) and names no account',
   },
   {
+    pattern: /^select "d"\."id", "d"\."user_id", .* from "deliveries" as "d" where "d"\."token" = /,
+    why: 'the unsubscribe page of a message sent before tokens were signed (a stored token names no account; src/public/unsubscribe.ts)',
+  },
+  {
+    pattern: /^select "id", "user_id" from "deliveries" where "token" = /,
+    why: 'a pixel or unsubscribe link of a message sent before tokens were signed (a stored token names no account; src/public/tracking.ts)',
+  },
+  {
     pattern: /^select "user_id" from "senders" where "verify_token_hash" = /,
     why: 'a sender verification link mailed before links named their account (src/resources/senders/senders.service.ts)',
   },

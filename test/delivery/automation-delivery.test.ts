@@ -141,7 +141,7 @@ describe('a welcome automation', () => {
     await waitFor('the contact to finish', async () => (await entered(utr))[0]?.state === 'finished');
     expect(await entered(utr)).toEqual([expect.objectContaining({ state: 'finished', next_email_utr: null, next_due_at: null })]);
     // Never the same step twice, whatever happens to the progress rows.
-    await db('automation_contacts').where({ email: 'new@example.com' }).update({ state: 'active', next_schedule_id: db.raw('(SELECT min(id) FROM automation_schedules s WHERE s.automation_id = automation_contacts.automation_id)'), next_due_at: db.fn.now() });
+    await db('automation_contacts').where({ email: 'new@example.com' }).update({ state: 'active', next_schedule_id: db.raw('(SELECT min(id) FROM automation_schedules s WHERE s.automation_id = automation_contacts.automation_id AND s.user_id = automation_contacts.user_id)'), next_due_at: db.fn.now() });
     // The engine handles the replayed step (moving the contact on to the day-two email again)…
     await waitFor('the replayed step to be handled', async () => {
       const [c] = await entered(utr);

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { chunkSize, fanOutChunk, FIRST_CHUNK, MAX_CHUNK } from '../../src/delivery/audience';
+import { onCitus } from '../../src/db/per-account';
 import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow } from '../../src/delivery/queue';
 import { suppress, unsubscribeFromGroup, unsubscribeGlobally, type Suppression } from '../../src/suppression';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
@@ -14,11 +15,15 @@ import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers
 const { db } = setupApp({}, 'queue');
 const LEASE_MS = 60_000;
 let a: TestAccount;
+/** On Citus a claim names its account (src/db/per-account.ts); on one server it takes any account's rows. */
+let citus = false;
+const claim = (limit: number, leaseMs: number) => claimBatch(db, limit, leaseMs, citus ? a.id : undefined);
 let sendId: number;
 let typeId: number;
 let groupId: number;
 
 beforeAll(async () => {
+  citus = await onCitus(db);
   a = await makeAccount(db);
   const sender = await makeSender(db, a);
   const group = await makeGroup(db, a);
@@ -78,7 +83,7 @@ describe('claimBatch', () => {
     const [older] = await queue(['ada@example.com'], -5000, [contact]);
     const [newer] = await queue(['grace@example.com'], -1000);
     await db('contacts').where({ id: contact }).update({ first_name: 'Augusta' });
-    const claimed = await claimBatch(db, 10, LEASE_MS);
+    const claimed = await claim(10, LEASE_MS);
     expect(claimed.map((r) => r.id)).toEqual([older, newer]);
     expect(claimed[0]).toMatchObject({ email: 'ada@example.com', attempts: 1, first_name: 'Augusta', city: 'London', token: null, data: null });
     expect(claimed[1]).toMatchObject({ email: 'grace@example.com', contact_id: null, first_name: null });
@@ -86,13 +91,13 @@ describe('claimBatch', () => {
     const lease = await db('deliveries').where({ id: older }).first(db.raw('extract(epoch FROM next_attempt_at - now()) * 1000 AS ms'), 'locked_until');
     expect(Number(lease.ms)).toBeGreaterThan(LEASE_MS - 5000);
     expect(lease.locked_until).not.toBeNull();
-    expect(await claimBatch(db, 10, LEASE_MS)).toEqual([]);
+    expect(await claim(10, LEASE_MS)).toEqual([]);
   });
 
   it('stops at the limit', async () => {
     await queue(Array.from({ length: 5 }, (_, i) => `r${i}@example.com`));
-    expect(await claimBatch(db, 3, LEASE_MS)).toHaveLength(3);
-    expect(await claimBatch(db, 3, LEASE_MS)).toHaveLength(2);
+    expect(await claim(3, LEASE_MS)).toHaveLength(3);
+    expect(await claim(3, LEASE_MS)).toHaveLength(2);
   });
 
   it('skips rows another claimer holds: two concurrent claims share the rows, none twice', async () => {
@@ -100,15 +105,15 @@ describe('claimBatch', () => {
     // The first claimer holds its rows' locks in an open transaction while the second claims.
     const trx = await db.transaction();
     try {
-      const first = (await trx.raw(`SELECT id FROM deliveries WHERE status = 'queued' ORDER BY next_attempt_at LIMIT 25 FOR UPDATE SKIP LOCKED`)).rows as Array<{ id: number }>;
-      const second = await claimBatch(db, 40, LEASE_MS);
+      const first = (await trx.raw(`SELECT id FROM deliveries WHERE status = 'queued' AND user_id = ${a.id} ORDER BY next_attempt_at LIMIT 25 FOR UPDATE SKIP LOCKED`)).rows as Array<{ id: number }>;
+      const second = await claim(40, LEASE_MS);
       expect(first).toHaveLength(25);
       expect(second).toHaveLength(15);
       expect(new Set([...first.map((r) => r.id), ...second.map((r) => r.id)])).toEqual(new Set(ids));
     } finally {
       await trx.rollback();
     }
-    const [x, y] = await Promise.all([claimBatch(db, 30, LEASE_MS), claimBatch(db, 30, LEASE_MS)]);
+    const [x, y] = await Promise.all([claim(30, LEASE_MS), claim(30, LEASE_MS)]);
     const taken = [...x, ...y].map((r) => r.id);
     expect(taken).toHaveLength(25);
     expect(new Set(taken).size).toBe(25);
@@ -116,29 +121,40 @@ describe('claimBatch', () => {
 
   it('takes over a row whose lease ran out (its worker died), as a new attempt; a live lease is left alone', async () => {
     const [dead, live] = await queue(['dead@example.com', 'live@example.com']);
-    await claimBatch(db, 10, LEASE_MS);
+    await claim(10, LEASE_MS);
     await db('deliveries').where({ id: dead }).update({ next_attempt_at: db.raw(`now() - interval '1 second'`) });
-    const again = await claimBatch(db, 10, LEASE_MS);
+    const again = await claim(10, LEASE_MS);
     expect(again.map((r) => [r.id, r.attempts])).toEqual([[dead, 2]]);
     expect(await statusOf([dead, live])).toEqual({ [dead]: 'sending/2', [live]: 'sending/1' });
+  });
+});
+
+describe('claimBatch of one account (the claim on Citus)', () => {
+  it('takes only that account’s due rows; the others stay queued for their own claims', async () => {
+    const b = await makeAccount(db, 'Other');
+    const [mine] = await queue(['mine@example.com'], -5000);
+    const [theirs] = await db('deliveries').insert({ user_id: b.id, email: 'theirs@example.com', next_attempt_at: db.raw(`now() - interval '10 seconds'`) }).returning('id');
+    expect((await claimBatch(db, 10, LEASE_MS, a.id)).map((r) => r.id)).toEqual([mine]);
+    expect(await statusOf([mine, theirs.id])).toEqual({ [mine]: 'sending/1', [theirs.id]: 'queued/0' });
+    expect((await claimBatch(db, 10, LEASE_MS, b.id)).map((r) => [r.id, r.user_id])).toEqual([[theirs.id, b.id]]);
   });
 });
 
 describe('releaseClaimed', () => {
   it('puts claimed rows back, due at once, the attempt undone; a row taken over since is left alone', async () => {
     const [kept, takenOver] = await queue(['kept@example.com', 'over@example.com'], -1000);
-    const claims = await claimBatch(db, 10, LEASE_MS);
+    const claims = await claim(10, LEASE_MS);
     await db('deliveries').where({ id: takenOver }).update({ attempts: 2 }); // another claim since
     await releaseClaimed(db, claims);
     expect(await statusOf([kept, takenOver])).toEqual({ [kept]: 'queued/0', [takenOver]: 'sending/2' });
-    expect((await claimBatch(db, 10, LEASE_MS)).map((r) => r.id)).toEqual([kept]);
+    expect((await claim(10, LEASE_MS)).map((r) => r.id)).toEqual([kept]);
   });
 });
 
 describe('recordOutcomes', () => {
   it('writes each outcome and counts delivered and bounces on the send, once per row that was still its claim’s', async () => {
     const ids = await queue(['sent@example.com', 'bounced@example.com', 'failed@example.com', 'retry@example.com', 'stale@example.com', 'done@example.com']);
-    const claims = (await claimBatch(db, 10, LEASE_MS)).sort((p, q) => p.id - q.id);
+    const claims = (await claim(10, LEASE_MS)).sort((p, q) => p.id - q.id);
     // stale: taken over by another claim meanwhile; done: recorded already (by that claim, say).
     await db('deliveries').where({ id: ids[4] }).increment('attempts', 1);
     await db('deliveries').where({ id: ids[5] }).update({ status: 'sent' });

@@ -17,6 +17,16 @@ describe('restoreConstraintName', () => {
     ).toEqual({ code: '23503', constraint: 'contacts_contact_type_id_foreign' });
   });
 
+  it('takes the shard number off a Citus-local table’s constraint field (dkim_keys: the field is there, with its shard’s name)', () => {
+    const message = 'new row for relation "dkim_keys_102130" violates check constraint "dkim_keys_state_check_102130"';
+    expect(restored({ code: '23514', constraint: 'dkim_keys_state_check_102130', message })).toEqual({ code: '23514', constraint: 'dkim_keys_state_check' });
+    // One PostgreSQL's own names are left alone.
+    expect(restored({ code: '23514', constraint: 'dkim_keys_state_check', message: 'new row for relation "dkim_keys" violates check constraint "dkim_keys_state_check"' })).toEqual({
+      code: '23514',
+      constraint: 'dkim_keys_state_check',
+    });
+  });
+
   it('gives a COPY’s error its code back (Citus relays it as XX000)', () => {
     expect(restored({ code: 'XX000', message: 'duplicate key value violates unique constraint "contacts_type_email_unique_102039"' })).toEqual({
       code: '23505',

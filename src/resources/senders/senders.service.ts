@@ -268,7 +268,8 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
           .orWhereExists((v) =>
             v
               .from('single_send_variations as v')
-              .whereRaw('v.single_send_id = single_sends.id AND v.user_id = single_sends.user_id')
+              // The account as a value (Citus routes a correlated subquery by its own filter).
+              .whereRaw('v.single_send_id = single_sends.id AND v.user_id = ?', [ctx.userId])
               .where('v.sender_id', id),
           ),
       )
