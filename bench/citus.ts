@@ -9,12 +9,12 @@
  *             the count not cached (--repeat times), against plain SQL on the coordinator
  *   fan-out   the send's audience written as the delivery worker writes it: src/delivery/audience.ts
  *             fanOutChunk, chunk after chunk (chunkSize), each in its own transaction — the
- *             statements themselves, called directly, because the worker does not run on Citus in
- *             this branch (the `citus` helper's branch makes it run there)
+ *             statements themselves, called directly (the send step below runs the worker's
+ *             whole loop)
  *   send      (--send N, default 100,000) a single send of N recipients into an SMTP sink, `herald
- *             serve` with its worker, create call → completed. On one server always; on the
- *             cluster only with --send-on-citus (once the worker runs on Citus: otherwise it
- *             refuses to start there and the step would wait for nothing)
+ *             serve` with its worker, create call → completed. On both (the worker's
+ *             per-account claims on the cluster, docs/scaling.md); --no-citus-send skips the
+ *             cluster's
  *
  * PASS when every step works on both and their results are equal (counts of the import, the
  * segment — also equal to plain SQL — and the fan-out; every message once into the sink). No
@@ -22,7 +22,7 @@
  * overhead (cluster ÷ single server) is reported per step. Writes bench/out/citus.json.
  *
  *   npm run bench:citus -- [--contacts 1000000] [--rounds 1] [--repeat 3] [--send 100000]
- *                          [--send-on-citus] [--no-build] [--no-wait] [--keep]
+ *                          [--no-citus-send] [--no-build] [--no-wait] [--keep]
  *
  * The cluster: CITUS_PORT (default 9700; the nodes use it and the next two ports), started when
  * it is not running and then stopped at the end (scripts/citus/down.sh); a running one is reused
@@ -56,7 +56,7 @@ const CONTACTS = num('contacts', 1_000_000);
 const ROUNDS = Math.max(1, num('rounds', 1));
 const REPEAT = Math.max(1, num('repeat', 3));
 const SEND = num('send', 100_000);
-const SEND_ON_CITUS = opts.has('send-on-citus');
+const SEND_ON_CITUS = !opts.has('no-citus-send');
 const DB = 'herald_bench_citus';
 const CITUS_PORT = Number(process.env.CITUS_PORT ?? 9700);
 const PUBLIC_URL = 'https://herald.bench.test';
@@ -171,8 +171,8 @@ async function segmentCounts(t: Target) {
 /**
  * The audience of a send to the first list, written by the delivery worker's own statements
  * (src/delivery/audience.ts: fanOutChunk, chunk sizes by chunkSize), each chunk in a transaction
- * of its own as the scheduler runs them — without the scheduler's claim of the send, which is
- * what does not run on Citus in this branch.
+ * of its own as the scheduler runs them — the statements alone, without the scheduler's claim
+ * and the sender beside them (the send step runs the whole worker).
  */
 async function fanOnce(t: Target, r: number) {
   const typeId = t.lists[0];
@@ -290,7 +290,7 @@ async function main() {
       const { port } = await nextMessage<{ port: number }>(sink, 'listening', 30_000);
       sends.single = await sendOnce(targets.single, sink, port, dataDir);
       if (SEND_ON_CITUS) sends.citus = await sendOnce(targets.citus, sink, port, dataDir);
-      else log('citus: send skipped: the delivery worker does not run on Citus in this branch (run with --send-on-citus once it does)');
+      else log('citus: send on the cluster skipped (--no-citus-send)');
     }
 
     const ms = (xs: Array<{ ms: number }>) => bestMedian(xs.map((x) => x.ms));
@@ -345,7 +345,7 @@ async function main() {
       `  ${label.padEnd(40)} single ${x.single.median} ms [${x.single.runs.join(', ')}]   citus ${x.citus.median} ms [${x.citus.runs.join(', ')}]   citus ÷ single ${o} ×`;
     const sendLine =
       SEND > 0
-        ? `  ${`send of ${SEND.toLocaleString('en')}, create → completed`.padEnd(40)} single ${sends.single?.ms} ms (${sends.single?.msgPerS} msg/s)   citus ${sends.citus ? `${sends.citus.ms} ms (${sends.citus.msgPerS} msg/s), ÷ single ${overheads.send} ×` : 'not run (the worker does not run on Citus in this branch; --send-on-citus)'}`
+        ? `  ${`send of ${SEND.toLocaleString('en')}, create → completed`.padEnd(40)} single ${sends.single?.ms} ms (${sends.single?.msgPerS} msg/s)   citus ${sends.citus ? `${sends.citus.ms} ms (${sends.citus.msgPerS} msg/s), ÷ single ${overheads.send} ×` : 'not run (--no-citus-send)'}`
         : '  send: not run (--send 0)';
     const summary = [
       `Citus benchmark — ${CONTACTS.toLocaleString('en')} contacts; a coordinator and two workers (ports ${CITUS_PORT}–${CITUS_PORT + 2}) vs one PostgreSQL, same machine (${os.cpus().length} cores), same run; medians [runs]`,

@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { isCitus } from '../../src/db/citus';
 import { importRecord } from '../../src/resources/contacts/contacts.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeContactType } from '../helpers/fixtures';
@@ -63,10 +64,14 @@ it(
     expect({ status: second.status, body: second.body }).toEqual({ status: 200, body: expect.objectContaining({ status: 'success' }) });
     expect(await lastImport()).toMatchObject({ status: 'completed', rows_read: ROWS, inserted: ROWS / 2, updated: ROWS / 2, skipped: 0 });
 
-    // The merge was planned on statistics that count the first import's rows.
-    expect(await analysedColumns()).toBeGreaterThan(0);
-    const { rows } = await db.raw(`SELECT reltuples::int AS n FROM pg_class WHERE oid = 'contacts'::regclass`);
-    expect(rows[0].n).toBeGreaterThanOrEqual(ROWS);
+    // The merge was planned on statistics that count the first import's rows. On Citus the
+    // merge is planned on the worker nodes' shards, whose statistics the coordinator's pg_stats
+    // and pg_class do not show (its `contacts` is a shell): there the import's outcome is the check.
+    if (!(await isCitus(db))) {
+      expect(await analysedColumns()).toBeGreaterThan(0);
+      const { rows } = await db.raw(`SELECT reltuples::int AS n FROM pg_class WHERE oid = 'contacts'::regclass`);
+      expect(rows[0].n).toBeGreaterThanOrEqual(ROWS);
+    }
 
     const counts = await db('contacts')
       .where({ contact_type_id: typeId })

@@ -42,7 +42,7 @@ describe('waking the worker', () => {
 
   it('listens again after its listening session died, and is woken as before', async () => {
     const [pid] = await listeners();
-    const { rows } = await db.raw('SELECT pg_terminate_backend(?) AS done', [pid]);
+    const { rows } = await db.raw('SELECT pg_terminate_backend(?::int) AS done', [pid]);
     expect(rows[0].done).toBe(true);
     const again = await waitFor('a new listening session', async () => {
       const pids = await listeners();
