@@ -136,13 +136,14 @@ export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
  * last retry), or queued again (a retry later, or a claim a stopping worker gives back). A
  * queued row of a deleted send or automation is cancelled. A recipient the suppression rule
  * refuses at fan-out is written dropped and never moves (src/suppression). A recipient of an
- * A/B send is written held: the test group's rows are queued once the audience is complete, the
- * rest when the winner is decided (src/ab), or cancelled with their send.
+ * A/B send is written held: the test group's rows are queued once the audience is complete; the
+ * rest is claimed straight from held (→ sending, with the winner's variation) once the winner is
+ * decided (src/ab/decision.ts, src/delivery/queue.ts), or cancelled with their send.
  */
 export const deliveryStatus = machine('delivery status', DeliveryStatus, {
   initial: ['Queued', 'Dropped', 'Held'],
   moves: {
-    Held: ['Queued', 'Cancelled'],
+    Held: ['Queued', 'Sending', 'Cancelled'],
     Queued: ['Sending', 'Cancelled'],
     Sending: ['Sending', 'Sent', 'Bounced', 'Failed', 'Queued'],
     Sent: [],

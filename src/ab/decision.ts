@@ -23,12 +23,12 @@ import { variationLetter, type AbCriteria, type AbIfInconclusive, type AbType } 
  *    variations' results into `ab_tests.result` and records `single_send.ab_decided`. The test's
  *    row is locked first, so two workers, or a worker and a person, never decide twice; a worker
  *    killed during it leaves everything as it was (the transaction never committed), for the
- *    job's next attempt.
+ *    job's next attempt. Releasing writes no recipient row: the test becomes `releasing`, and
+ *    the worker's claim takes its held rows to the winner as it sends them (src/delivery/queue.ts).
  */
 
 const DECIDE = abStatus.move([AbStatus.Testing, AbStatus.Waiting], AbStatus.Decided);
 const WAIT = abStatus.move(AbStatus.Testing, AbStatus.Waiting);
-const RELEASE = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Queued);
 
 interface TestRow {
   user_id: number;
@@ -41,6 +41,8 @@ interface TestRow {
   utr: string;
   single_send_name: string;
   deleted_at: string | null;
+  test_size: number | null;
+  audience_size: number | null;
 }
 
 /** The test of a send, locked for the caller's transaction (with its send's utr, name and whether it was deleted). */
@@ -49,32 +51,41 @@ export async function lockTest(trx: Knex.Transaction, userId: number, singleSend
     .join('single_sends as s', (j) => j.on('s.id', 't.single_send_id').andOn('s.user_id', 't.user_id'))
     .where({ 't.user_id': userId, 't.single_send_id': singleSendId })
     .forUpdate('t')
-    .first('t.user_id', 't.single_send_id', 't.type', 't.winner_criteria', 't.confidence', 't.if_inconclusive', 't.status', 's.utr', 's.single_send_name', 's.deleted_at')) as
+    .first('t.user_id', 't.single_send_id', 't.type', 't.winner_criteria', 't.confidence', 't.if_inconclusive', 't.status', 't.test_size', 't.audience_size', 's.utr', 's.single_send_name', 's.deleted_at')) as
     | TestRow
     | undefined;
 }
 
 /**
- * Writes a decision: releases the held rows to the winner (one statement: they become due at
- * once, as the winner phase's), and the winner, who decided and the variations' results as they
- * are now, which the report shows from then on. Returns how many rows were released.
+ * Writes a decision: the winner, who decided and the variations' results as they are now, which
+ * the report shows from then on, and the test `releasing` — from its commit, the worker's claim
+ * takes the held rest of the audience to the winner (src/delivery/queue.ts), due since
+ * `decided_at`; no recipient row is written here. Returns how many rows were released.
  */
-async function applyDecision(
-  trx: Knex.Transaction,
-  test: TestRow,
-  winner: number,
-  decidedBy: DecidedBy,
-  results: VariationResult[],
-  variationIds: number[],
-): Promise<number> {
-  const released = await trx('deliveries')
-    .where({ user_id: test.user_id, single_send_id: test.single_send_id })
-    .whereIn('status', RELEASE.from)
-    .update({ status: RELEASE.to, ab_variation_id: variationIds[winner], ab_phase: AbPhase.Winner, next_attempt_at: trx.fn.now() });
+async function applyDecision(trx: Knex.Transaction, test: TestRow, winner: number, decidedBy: DecidedBy, results: VariationResult[]): Promise<number> {
+  // The rest of the audience, as written when the test group was taken (held rows only ever leave `held` to be claimed or cancelled).
+  const released =
+    test.audience_size !== null && test.test_size !== null
+      ? test.audience_size - test.test_size
+      : Number(
+          (
+            await trx('deliveries')
+              .where({ user_id: test.user_id, single_send_id: test.single_send_id, status: DeliveryStatus.Held })
+              .count<{ n: string }[]>({ n: '*' })
+          )[0].n,
+        );
   await trx('ab_tests')
     .where({ user_id: test.user_id, single_send_id: test.single_send_id })
     .whereIn('status', DECIDE.from)
-    .update({ status: DECIDE.to, winner, decided_by: decidedBy, decided_at: trx.fn.now(), result: JSON.stringify({ variations: results }), updated_at: trx.fn.now() });
+    .update({
+      status: DECIDE.to,
+      winner,
+      decided_by: decidedBy,
+      decided_at: trx.fn.now(),
+      releasing: true,
+      result: JSON.stringify({ variations: results }),
+      updated_at: trx.fn.now(),
+    });
   const best = results[winner]?.probability_best ?? null;
   await recordAccountEvent(
     { db: trx },
@@ -107,7 +118,7 @@ export async function decideOnEvidence(
   }
   const results = await describeVariations(trx, userId, test.type, loaded, verdict.posteriors);
   const started = Date.now();
-  const released = await applyDecision(trx, test, verdict.winner, verdict.decidedBy!, results, loaded.rows.map((r) => r.id));
+  const released = await applyDecision(trx, test, verdict.winner, verdict.decidedBy!, results);
   return { outcome: 'decided', released, releaseMs: Date.now() - started };
 }
 
@@ -116,7 +127,7 @@ export async function decideByHand(trx: Knex.Transaction, test: TestRow, winner:
   if (!DECIDE.from.includes(test.status)) return false;
   const loaded = await loadVariations(trx, test.user_id, test.single_send_id, test.winner_criteria);
   const results = await describeVariations(trx, test.user_id, test.type, loaded);
-  await applyDecision(trx, test, winner, 'manual', results, loaded.rows.map((r) => r.id));
+  await applyDecision(trx, test, winner, 'manual', results);
   return true;
 }
 
@@ -128,7 +139,7 @@ export const abDecision = defineJob<{ singleSendId: number }>({
     maxAttempts: 10,
     retryBaseMs: 30_000,
     retryMaxMs: 3_600_000,
-    // Releasing a million held rows takes seconds; the lease leaves room for a slow database.
+    // The decision writes no recipient row (the claim releases them); the lease leaves room for a slow database.
     leaseMs: 600_000,
     concurrency: 2,
   }),

@@ -85,6 +85,6 @@ export async function startTestGroup(trx: Knex.Transaction, send: { id: number; 
   }
   await trx('ab_tests')
     .where({ single_send_id: send.id, user_id: send.user_id })
-    .update({ status: START.to, test_size: [...counts.values()].reduce((s, n) => s + n, 0), updated_at: trx.fn.now() });
+    .update({ status: START.to, test_size: [...counts.values()].reduce((s, n) => s + n, 0), audience_size: held[0].n, updated_at: trx.fn.now() });
   return [...counts.values()].reduce((s, n) => s + n, 0);
 }

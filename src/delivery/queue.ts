@@ -5,7 +5,7 @@ import type { MessageEvent } from '../events/types';
 import { softBounceCounts, suppress, type Suppression } from '../suppression';
 import { fenceSql, type Fence } from '../jobs/fence';
 import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
-import { DeliveryStatus, deliveryStatus } from '../states';
+import { AbPhase, DeliveryStatus, deliveryStatus } from '../states';
 import { ofOneAccount, type DueWork } from '../db/per-account';
 
 /**
@@ -57,6 +57,8 @@ export type ClaimRef = Pick<ClaimedRow, 'id' | 'user_id' | 'attempts'>;
 
 /** Due rows, and rows whose lease ran out, → sending (src/states.ts). */
 const CLAIM = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending], DeliveryStatus.Sending);
+/** The held rest of an A/B send whose winner is decided → sending, to the winner (src/ab/decision.ts). */
+const CLAIM_HELD = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Sending);
 
 /**
  * Claims up to `limit` due rows, oldest `next_attempt_at` first, by walking
@@ -65,6 +67,13 @@ const CLAIM = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending
  * id made PostgreSQL read and sort the whole chunk on every claim). The claimed rows come
  * back with their contacts' current values (primary-key lookups), so rendering needs no
  * other query.
+ *
+ * An A/B send's held rows whose winner is decided are due too, since the decision (its
+ * `decided_at`): the claim takes them straight from `held` through `deliveries_held_index`,
+ * writing the winner's variation and phase as it claims them — the decision itself writes no
+ * recipient row, so releasing 800,000 of them costs nothing at the decision (docs/decisions.md,
+ * "A/B tests"). Only tests still `releasing` are probed (a partial index; none, for a queue
+ * without A/B sends). Both kinds are taken oldest due first.
  *
  * Bitmap scans are switched off for this statement: right after a large fan-out the table's
  * statistics still say "few queued rows" (autovacuum has not analyzed it yet), and the planner
@@ -94,33 +103,59 @@ export const CLAIM_SQL = (limit: number, leaseMs: number, userId?: number) => {
   const of = (alias: string) => (userId === undefined ? '' : ` AND ${alias}user_id = ${userId}`);
   return `SET LOCAL enable_bitmapscan = off;
     SET LOCAL synchronous_commit = off;
-    WITH picked AS (
-      SELECT id, user_id FROM deliveries
+    WITH due AS (
+      SELECT id, user_id, next_attempt_at AS due_at, NULL::int AS winner FROM deliveries
       WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()${of('')}
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
+    ), released AS (
+      SELECT h.id, h.user_id, t.decided_at AS due_at, v.id AS winner
+      FROM ab_tests t
+      JOIN single_send_variations v ON v.single_send_id = t.single_send_id AND v.user_id = t.user_id AND v.idx = t.winner${of('v.')}
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.user_id FROM deliveries d
+        WHERE d.single_send_id = t.single_send_id AND d.user_id = t.user_id AND d.status IN (${CLAIM_HELD.fromSql})${of('d.')}
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ) h
+      WHERE t.releasing${of('t.')}
+      LIMIT ${limit}
+    ), picked AS (
+      SELECT * FROM due UNION ALL SELECT * FROM released
+      ORDER BY due_at
+      LIMIT ${limit}
     ), claimed AS (
       UPDATE deliveries d
       SET status = ${CLAIM.toSql}, attempts = d.attempts + 1,
-          next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds'
+          next_attempt_at = now() + interval '${leaseMs} milliseconds', locked_until = now() + interval '${leaseMs} milliseconds',
+          ab_variation_id = coalesce(picked.winner, d.ab_variation_id),
+          ab_phase = CASE WHEN picked.winner IS NULL THEN d.ab_phase ELSE ${AbPhase.Winner} END
       FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id${of('d.')}
       RETURNING d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id, d.ab_variation_id, d.ab_phase,
-                d.contact_id, d.email, d.token, d.attempts, d.data
+                d.contact_id, d.email, d.token, d.attempts, d.data, picked.due_at
     )
-    SELECT cl.*, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
+    SELECT cl.id, cl.user_id, cl.single_send_id, cl.automation_id, cl.automation_schedule_id, cl.ab_variation_id, cl.ab_phase,
+           cl.contact_id, cl.email, cl.token, cl.attempts, cl.data, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
            c.address_line2, c.state_province_region, c.postal_code, c.custom_fields
     FROM claimed cl
     LEFT JOIN contacts c ON c.id = cl.contact_id AND c.user_id = cl.user_id${of('c.')}
-    LEFT JOIN countries co ON co.id = c.country_id`;
+    LEFT JOIN countries co ON co.id = c.country_id
+    ORDER BY cl.due_at`;
 };
 
-/** Where due recipient rows are, for the accounts' line on Citus (src/db/per-account.ts). */
+/**
+ * Where due recipient rows are, for the accounts' line on Citus (src/db/per-account.ts): queued
+ * rows due, and the held rest of decided A/B tests (due since the decision).
+ */
 export const DUE_ROWS: DueWork = {
-  from: 'deliveries',
-  where: `status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()`,
+  from: `(SELECT user_id, min(next_attempt_at) AS due_at FROM deliveries
+          WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now() GROUP BY user_id
+          UNION ALL
+          SELECT user_id, min(decided_at) FROM ab_tests WHERE releasing GROUP BY user_id) due_rows`,
+  where: 'true',
   account: 'user_id',
-  due: 'next_attempt_at',
+  due: 'due_at',
 };
 
 export async function claimBatch(db: Knex, limit: number, leaseMs: number, userId?: number): Promise<ClaimedRow[]> {

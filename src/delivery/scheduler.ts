@@ -205,6 +205,8 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       );
       const s = (result.rows as SendRow[])[0];
       if (!s) return undefined;
+      // An A/B send's held rows are all claimed: its claims need not probe it any longer (src/delivery/queue.ts).
+      await trx('ab_tests').where({ single_send_id: s.id, user_id: s.user_id, releasing: true }).update({ releasing: false });
       const facts = {
         single_send: s.single_send_name,
         utr: s.utr,

@@ -313,8 +313,13 @@ describeBrowser('the dashboard in a browser', () => {
     // Picking B: the rest is released to it, and the report says so.
     await Promise.all([page.waitForURL(`${base}/app/sends/${abSend.utr}#ab`), page.click('button[aria-label="Send this to the rest: variation B"]')]);
     expect(await page.locator('[data-ab-winner]').getAttribute('data-ab-winner')).toBe('1');
-    expect(await db('ab_tests').where({ single_send_id: abSend.id, user_id: a.id }).first('status', 'winner', 'decided_by')).toEqual({ status: 'decided', winner: 1, decided_by: 'manual' });
-    expect(await db('deliveries').where({ single_send_id: abSend.id, user_id: a.id, status: 'held' }).first()).toBeUndefined();
+    // Released: the workers' claims take the held rows to B from now on (no worker runs here).
+    expect(await db('ab_tests').where({ single_send_id: abSend.id, user_id: a.id }).first('status', 'winner', 'decided_by', 'releasing')).toEqual({
+      status: 'decided',
+      winner: 1,
+      decided_by: 'manual',
+      releasing: true,
+    });
     // Decided: no button any more.
     expect(await page.locator('table[data-table="variations"] button').count()).toBe(0);
   });

@@ -140,6 +140,74 @@ describe('claimBatch of one account (the claim on Citus)', () => {
   });
 });
 
+describe('claimBatch of an A/B send’s held rest', () => {
+  afterEach(async () => {
+    await db('ab_tests').where({ single_send_id: sendId }).delete();
+    await db('single_send_variations').where({ single_send_id: sendId }).delete();
+  });
+
+  it('leaves held rows alone while the test runs; once decided, takes them to the winner, due since the decision, with the queue in order', async () => {
+    await db('ab_tests').insert({
+      user_id: a.id,
+      single_send_id: sendId,
+      type: 'subject',
+      test_percentage: 20,
+      duration_minutes: 60,
+      winner_criteria: 'click',
+      confidence: 0.95,
+      if_inconclusive: 'send_leader',
+      status: 'testing',
+    });
+    const variations = (await db('single_send_variations')
+      .insert([0, 1].map((idx) => ({ user_id: a.id, single_send_id: sendId, idx, subject: `Subject ${idx}` })))
+      .returning('id')) as Array<{ id: number }>;
+    const held = (await db('deliveries')
+      .insert(['h1@example.com', 'h2@example.com'].map((email) => ({ user_id: a.id, single_send_id: sendId, email, status: 'held' })))
+      .returning('id')) as Array<{ id: number }>;
+    const [older] = await queue(['older@example.com'], -10_000);
+    const [newer] = await queue(['newer@example.com'], -1000);
+    expect((await claim(10, LEASE_MS)).map((r) => r.id)).toEqual([older, newer]);
+    await releaseClaimed(db, await db('deliveries').whereIn('id', [older, newer]).select('id', 'user_id', 'attempts'));
+    await db('deliveries').where({ id: older }).update({ next_attempt_at: db.raw(`now() - interval '10 seconds'`) });
+
+    // Decided five seconds ago, B the winner: the held rows are due since then, between the two queued rows.
+    await db('ab_tests')
+      .where({ single_send_id: sendId })
+      .update({ status: 'decided', winner: 1, decided_by: 'manual', decided_at: db.raw(`now() - interval '5 seconds'`), releasing: true });
+    const claimed = await claim(10, LEASE_MS);
+    expect(claimed).toHaveLength(4);
+    expect(claimed[0].id).toBe(older);
+    expect(new Set(claimed.slice(1, 3).map((r) => r.id))).toEqual(new Set(held.map((h) => h.id)));
+    expect(claimed[3].id).toBe(newer);
+    for (const row of claimed.slice(1, 3)) expect(row).toMatchObject({ ab_variation_id: variations[1].id, ab_phase: 2, attempts: 1 });
+    expect(claimed[0]).toMatchObject({ ab_variation_id: null, ab_phase: null });
+    expect(await statusOf(held.map((h) => h.id))).toEqual(Object.fromEntries(held.map((h) => [h.id, 'sending/1'])));
+    expect(await claim(10, LEASE_MS)).toEqual([]);
+  });
+
+  it('takes nothing of a test that is no longer releasing (its send completed or was deleted)', async () => {
+    await db('ab_tests').insert({
+      user_id: a.id,
+      single_send_id: sendId,
+      type: 'subject',
+      test_percentage: 20,
+      duration_minutes: 60,
+      winner_criteria: 'click',
+      confidence: 0.95,
+      if_inconclusive: 'send_leader',
+      status: 'decided',
+      winner: 0,
+      decided_by: 'manual',
+      decided_at: db.fn.now(),
+      releasing: false,
+    });
+    await db('single_send_variations').insert({ user_id: a.id, single_send_id: sendId, idx: 0, subject: 'A' });
+    const [row] = await db('deliveries').insert({ user_id: a.id, single_send_id: sendId, email: 'left@example.com', status: 'held' }).returning('id');
+    expect(await claim(10, LEASE_MS)).toEqual([]);
+    expect(await statusOf([row.id])).toEqual({ [row.id]: 'held/0' });
+  });
+});
+
 describe('releaseClaimed', () => {
   it('puts claimed rows back, due at once, the attempt undone; a row taken over since is left alone', async () => {
     const [kept, takenOver] = await queue(['kept@example.com', 'over@example.com'], -1000);

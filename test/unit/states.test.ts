@@ -77,6 +77,7 @@ describe('state machines (src/states.ts)', () => {
       'sending → bounced',
       'sending → failed',
       'held → queued',
+      'held → sending',
       'held → cancelled',
     ]);
     // A message with the SMTP server already is not cancelled, and an outcome is final.
@@ -86,8 +87,12 @@ describe('state machines (src/states.ts)', () => {
     }
     // A suppressed recipient is written dropped at fan-out and stays so; an A/B send's audience is written held.
     expect(deliveryStatus.initial).toEqual([DeliveryStatus.Queued, DeliveryStatus.Dropped, DeliveryStatus.Held]);
-    // A held row is never claimed: it is queued (the test group, the winner's release) or cancelled with its send.
-    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Sending)).toBe(false);
+    // A held row is queued (the test group), claimed once its test is decided (the winner's rest), or cancelled with its send;
+    // it is never sent, nor failed, without being claimed.
+    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Queued)).toBe(true);
+    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Sending)).toBe(true);
+    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Sent)).toBe(false);
+    expect(deliveryStatus.canMove(DeliveryStatus.Held, DeliveryStatus.Failed)).toBe(false);
   });
 
   it('A/B test: pending until its send starts, testing, then decided — or waiting for a person, who decides', () => {

@@ -288,6 +288,7 @@ export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void>
     const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
     await scoped(ctx, 'single_sends', trx).whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
     await scoped(ctx, 'deliveries', trx).whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+    await scoped(ctx, 'ab_tests', trx).whereIn('single_send_id', sendIds).where('releasing', true).update({ releasing: false });
   });
 }
 
