@@ -5,8 +5,11 @@
  * SMTP sink that accepts and discards. Measured in one run:
  *
  *   - release: the decision's transaction releasing the 800,000 held rows to the winner (Herald
- *     logs the time of the statement and the decision it commits with) — target ≤ 5 s; and the
- *     same seen from outside, from the moment the decision is due to the test read as decided;
+ *     logs its time) — target ≤ 5 s; and the same seen from outside: from the moment the decision
+ *     is due to the test read as decided, and to the winner's first message at the sink — also
+ *     ≤ 5 s for a PASS. The decision writes no recipient row (the worker's claim takes the held
+ *     rows to the winner as it sends them, src/delivery/queue.ts), so the cost of the release is
+ *     in the winner phase's sending rate, which the next figure covers;
  *   - the sending rate: messages over the time the sink was receiving them (first to last
  *     message; for the A/B send the test phase and the winner phase added, the wait between them
  *     left out) — target ≥ 95 % of the ordinary send's, measured the same way in the same run;
@@ -118,6 +121,14 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
       await sleep(10);
     }
     const decidedSeenMs = Date.now() - due;
+    const firstWinner = await (async () => {
+      for (;;) {
+        const st = await ask<SinkStats>(sink, { type: 'stats' });
+        if (st.firstAt !== null) return st.firstAt - due;
+        if (Date.now() - due > 600_000) throw new Error(`no winner message within 10 minutes:\n${herald.output()}`);
+        await sleep(10);
+      }
+    })();
     const logged = /"released":(\d+),"releaseMs":(\d+)/.exec(herald.output());
     const row = await waitUntil(c, herald, utr, 'winner phase', (r) => r.status === 3);
     const winnerPhase = await ask<SinkStats>(sink, { type: 'stats' });
@@ -138,7 +149,7 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
       utr,
       delivered: row.delivered,
       held,
-      release: { loggedReleased: logged ? Number(logged[1]) : null, loggedMs: logged ? Number(logged[2]) : null, decidedSeenMs },
+      release: { loggedReleased: logged ? Number(logged[1]) : null, loggedMs: logged ? Number(logged[2]) : null, decidedSeenMs, firstWinnerMessageMs: firstWinner },
       testPhase: { ...testPhase, samples: undefined, rate: Math.round(rateOf(testPhase)) },
       winnerPhase: { ...winnerPhase, samples: undefined, rate: Math.round(rateOf(winnerPhase)) },
       rate: Math.round(rate),
@@ -165,7 +176,7 @@ async function main() {
     const ab = await abSend(c, url, sink, port, f, typeId, dataDir);
     log(
       `A/B send: ${ab.rate} msg/s (test phase ${ab.testPhase.rate}, winner phase ${ab.winnerPhase.rate}); release of ${ab.release.loggedReleased} rows ${ab.release.loggedMs} ms ` +
-        `(decided seen ${ab.release.decidedSeenMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}`,
+        `(decided seen ${ab.release.decidedSeenMs} ms, first winner message ${ab.release.firstWinnerMessageMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}`,
     );
     const testSize = Math.round((RECIPIENTS * TEST_PERCENTAGE) / 100);
     const checks = {
@@ -177,7 +188,7 @@ async function main() {
     };
     const ratio = ab.rate / ordinary.rate;
     const met = {
-      release: ab.release.loggedMs !== null && ab.release.loggedMs <= TARGET.releaseMs,
+      release: ab.release.loggedMs !== null && ab.release.loggedMs <= TARGET.releaseMs && ab.release.firstWinnerMessageMs <= TARGET.releaseMs,
       rate: ratio >= TARGET.rateRatio,
       stats: ab.stats.medianMs <= TARGET.statsMs,
     };
@@ -199,7 +210,7 @@ async function main() {
       [
         '',
         `A/B benchmark — ${RECIPIENTS.toLocaleString('en')} recipients, ${TEST_PERCENTAGE} % test, 2 variations; Herald as npm start runs it (defaults)`,
-        `  release of the held rows (${ab.release.loggedReleased}): ${ab.release.loggedMs} ms in the decision; decided seen ${ab.release.decidedSeenMs} ms after due   ${verdict(met.release)} (≤ ${TARGET.releaseMs} ms)`,
+        `  release of the held rows (${ab.release.loggedReleased}): ${ab.release.loggedMs} ms in the decision; decided seen ${ab.release.decidedSeenMs} ms, the winner's first message ${ab.release.firstWinnerMessageMs} ms after due   ${verdict(met.release)} (≤ ${TARGET.releaseMs} ms)`,
         `  sending rate: A/B ${ab.rate} msg/s (test ${ab.testPhase.rate}, winner ${ab.winnerPhase.rate}) vs ordinary ${ordinary.rate} msg/s = ${round(ratio * 100)} %   ${verdict(met.rate)} (≥ ${TARGET.rateRatio * 100} %)`,
         `  GET /single/send/stats with ab (${ab.stats.events.toLocaleString('en')} events): median ${ab.stats.medianMs} ms, max ${ab.stats.maxMs} ms   ${verdict(met.stats)} (≤ ${TARGET.statsMs} ms)`,
         checksLine(checks),

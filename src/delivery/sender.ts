@@ -9,7 +9,7 @@ import { retryDelay } from '../jobs/backoff';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache, type LoadedDesign } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
-import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, type ClaimedRow, type Outcome } from './queue';
+import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type Outcome } from './queue';
 import { AccountTurns, onCitus } from '../db/per-account';
 import type { RecipientData } from './render';
 
@@ -51,6 +51,7 @@ interface Half {
  */
 export class Sender {
   private accounts?: AccountTurns;
+  private readonly releasing = new ReleasingTests();
 
   constructor(private readonly deps: SenderDeps) {}
 
@@ -152,9 +153,11 @@ export class Sender {
   private async claimHalf(size: number): Promise<ClaimedRow[]> {
     const { db, config } = this.deps;
     // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
+    // An A/B test releasing its rest to the winner: the claim also takes those rows (src/delivery/queue.ts).
+    const released = await this.releasing.any(db);
     const rows = (await onCitus(db))
-      ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId))
-      : await claimBatch(db, size, config.sendLeaseMs);
+      ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId, released))
+      : await claimBatch(db, size, config.sendLeaseMs, undefined, released);
     const firstOfDesign = new Map<string, ClaimedRow>();
     for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
     for (const row of firstOfDesign.values()) await this.deps.designs.get(row).catch(() => undefined);
