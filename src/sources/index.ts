@@ -198,16 +198,35 @@ export async function findOwner(
 }
 
 /**
+ * Variation indexes already read, per database (keyed by the pool's configuration, which its
+ * transactions share): a variation's index never changes (an update replaces variations under new ids).
+ */
+const knownIndexes = new WeakMap<object, Map<number, number>>();
+const KNOWN_INDEXES_MAX = 10_000;
+
+/**
  * The index (0 for A … 5 for F) of each A/B variation named, by id: what a variation's events
- * carry as `data.variation`. One indexed read per account of a batch of events that has any.
+ * carry as `data.variation`. Read once per variation and process (an indexed read per account of
+ * a batch naming variations not seen yet): every batch of an A/B send's outcomes names them.
  */
 export async function variationIndexes(db: Knex, refs: Array<{ userId: number; variationId: number }>): Promise<Map<number, number>> {
-  const byAccount = new Map<number, Set<number>>();
-  for (const r of refs) byAccount.set(r.userId, (byAccount.get(r.userId) ?? new Set()).add(r.variationId));
+  const pool = db.client.config as object;
+  let known = knownIndexes.get(pool);
+  if (!known) knownIndexes.set(pool, (known = new Map()));
   const out = new Map<number, number>();
+  const byAccount = new Map<number, Set<number>>();
+  for (const r of refs) {
+    const idx = known.get(r.variationId);
+    if (idx !== undefined) out.set(r.variationId, idx);
+    else byAccount.set(r.userId, (byAccount.get(r.userId) ?? new Set()).add(r.variationId));
+  }
   for (const [userId, ids] of byAccount) {
     const rows = (await db('single_send_variations').where('user_id', userId).whereIn('id', [...ids]).select('id', 'idx')) as Array<{ id: number; idx: number }>;
-    for (const r of rows) out.set(r.id, r.idx);
+    if (known.size + rows.length > KNOWN_INDEXES_MAX) known.clear();
+    for (const r of rows) {
+      out.set(r.id, r.idx);
+      known.set(r.id, r.idx);
+    }
   }
   return out;
 }
