@@ -19,7 +19,7 @@
  * The test's duration is a minute at least; once the test group has left the queue the decision
  * is made due at once (the wait is not what is measured).
  *
- *   npx tsx bench/ab.ts [--recipients 1000000] [--no-build] [--keep] [--no-pin]
+ *   npx tsx bench/ab.ts [--recipients 1000000] [--no-build] [--keep] [--no-pin] [--ab-first]
  *
  * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
  */
@@ -41,6 +41,7 @@ const DB = 'herald_bench_ab';
 const RECIPIENTS = num('recipients', 1_000_000);
 const TEST_PERCENTAGE = 20;
 const PIN = !opts.has('no-pin');
+const AB_FIRST = opts.has('ab-first');
 const TARGET = { releaseMs: 5_000, rateRatio: 0.95, statsMs: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
 
@@ -168,12 +169,30 @@ async function main() {
     await admin.query('VACUUM ANALYZE');
     log(`${RECIPIENTS.toLocaleString('en')} contacts`);
 
-    const quiet1 = await waitForQuiet(120_000);
-    const ordinary = await ordinarySend(c, url, sink, port, f, typeId, dataDir);
-    log(`ordinary send: ${ordinary.rate} msg/s (first to last message); background ${quiet1}`);
-    await clearSends(admin);
-    const quiet2 = await waitForQuiet(120_000);
-    const ab = await abSend(c, url, sink, port, f, typeId, dataDir);
+    // --ab-first: the A/B send first, the ordinary one after it (does the order move the ratio?).
+    const runOrdinary = async () => {
+      const quiet = await waitForQuiet(120_000);
+      const result = await ordinarySend(c, url, sink, port, f, typeId, dataDir);
+      log(`ordinary send: ${result.rate} msg/s (first to last message); background ${quiet}`);
+      return { result, quiet };
+    };
+    const runAb = async () => {
+      const quiet = await waitForQuiet(120_000);
+      return { result: await abSend(c, url, sink, port, f, typeId, dataDir), quiet };
+    };
+    let ordinaryRun: Awaited<ReturnType<typeof runOrdinary>>;
+    let abRun: Awaited<ReturnType<typeof runAb>>;
+    if (AB_FIRST) {
+      abRun = await runAb();
+      await clearSends(admin);
+      ordinaryRun = await runOrdinary();
+    } else {
+      ordinaryRun = await runOrdinary();
+      await clearSends(admin);
+      abRun = await runAb();
+    }
+    const { result: ordinary, quiet: quiet1 } = ordinaryRun;
+    const { result: ab, quiet: quiet2 } = abRun;
     log(
       `A/B send: ${ab.rate} msg/s (test phase ${ab.testPhase.rate}, winner phase ${ab.winnerPhase.rate}); release of ${ab.release.loggedReleased} rows ${ab.release.loggedMs} ms ` +
         `(decided seen ${ab.release.decidedSeenMs} ms, first winner message ${ab.release.firstWinnerMessageMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}`,
