@@ -60,6 +60,9 @@ const CLAIM = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Sending
 /** The held rest of an A/B send whose winner is decided → sending, to the winner (src/ab/decision.ts). */
 const CLAIM_HELD = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Sending);
 
+/** The claimed row's own columns, as the claim returns them. */
+const CLAIMED_COLUMNS = ['id', 'user_id', 'single_send_id', 'automation_id', 'automation_schedule_id', 'ab_variation_id', 'ab_phase', 'contact_id', 'email', 'token', 'attempts', 'data'];
+
 /**
  * Claims up to `limit` due rows, oldest `next_attempt_at` first, by walking
  * `deliveries_queue_index` in order and stopping after `limit` rows: a cost independent of
@@ -68,7 +71,7 @@ const CLAIM_HELD = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Sendi
  * back with their contacts' current values (primary-key lookups), so rendering needs no
  * other query.
  *
- * With `released` (some A/B test is releasing: `anyReleasing`), an A/B send's held rows whose
+ * With `released` (some A/B test is releasing: ReleasingTests), an A/B send's held rows whose
  * winner is decided are due too, since the decision (its `decided_at`): the claim takes them
  * straight from `held` through `deliveries_held_index`, writing the winner's variation and phase
  * as it claims them — the decision itself writes no recipient row, so releasing 800,000 of them
@@ -96,9 +99,6 @@ const CLAIM_HELD = deliveryStatus.move(DeliveryStatus.Held, DeliveryStatus.Sendi
  * holds them (it refuses `FOR UPDATE` across shards). Without it, the text is the one-server
  * claim, unchanged.
  */
-/** The claimed row's own columns, as the claim returns them. */
-const CLAIMED_COLUMNS = ['id', 'user_id', 'single_send_id', 'automation_id', 'automation_schedule_id', 'ab_variation_id', 'ab_phase', 'contact_id', 'email', 'token', 'attempts', 'data'];
-
 export const CLAIM_SQL = (limit: number, leaseMs: number, userId?: number, released = false) => {
   if (!Number.isSafeInteger(limit) || limit < 1 || !Number.isSafeInteger(leaseMs) || leaseMs < 1) {
     throw new Error(`claim: bad limit ${limit} or lease ${leaseMs}`);
@@ -147,7 +147,7 @@ export const CLAIM_SQL = (limit: number, leaseMs: number, userId?: number, relea
       FROM picked WHERE d.id = picked.id AND d.user_id = picked.user_id${of('d.')}
       RETURNING ${CLAIMED_COLUMNS.map((c) => `d.${c}`).join(', ')}${released ? ', picked.due_at' : ''}
     )
-    SELECT ${released ? CLAIMED_COLUMNS.map((c) => `cl.${c}`).join(', ') : 'cl.*'}, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
+    SELECT ${CLAIMED_COLUMNS.map((c) => `cl.${c}`).join(', ')}, c.first_name, c.last_name, c.alt_email, co.name AS country, c.state, c.city, c.address_line1,
            c.address_line2, c.state_province_region, c.postal_code, c.custom_fields
     FROM claimed cl
     LEFT JOIN contacts c ON c.id = cl.contact_id AND c.user_id = cl.user_id${of('c.')}
