@@ -141,13 +141,9 @@ describe('claimBatch of one account (the claim on Citus)', () => {
 });
 
 describe('claimBatch of an A/B send’s held rest', () => {
-  afterEach(async () => {
-    await db('ab_tests').where({ single_send_id: sendId }).delete();
-    await db('single_send_variations').where({ single_send_id: sendId }).delete();
-  });
-
-  it('leaves held rows alone while the test runs; once decided, takes them to the winner, due since the decision, with the queue in order', async () => {
-    await db('ab_tests').insert({
+  /** The send's A/B test row, a subject test, in `state`. */
+  const abTest = (state: Record<string, unknown>) =>
+    db('ab_tests').insert({
       user_id: a.id,
       single_send_id: sendId,
       type: 'subject',
@@ -156,8 +152,16 @@ describe('claimBatch of an A/B send’s held rest', () => {
       winner_criteria: 'click',
       confidence: 0.95,
       if_inconclusive: 'send_leader',
-      status: 'testing',
+      ...state,
     });
+
+  afterEach(async () => {
+    await db('ab_tests').where({ single_send_id: sendId }).delete();
+    await db('single_send_variations').where({ single_send_id: sendId }).delete();
+  });
+
+  it('leaves held rows alone while the test runs; once decided, takes them to the winner, due since the decision, with the queue in order', async () => {
+    await abTest({ status: 'testing' });
     const variations = (await db('single_send_variations')
       .insert([0, 1].map((idx) => ({ user_id: a.id, single_send_id: sendId, idx, subject: `Subject ${idx}` })))
       .returning('id')) as Array<{ id: number }>;
@@ -186,15 +190,7 @@ describe('claimBatch of an A/B send’s held rest', () => {
   });
 
   it('takes nothing of a test that is no longer releasing (its send completed or was deleted)', async () => {
-    await db('ab_tests').insert({
-      user_id: a.id,
-      single_send_id: sendId,
-      type: 'subject',
-      test_percentage: 20,
-      duration_minutes: 60,
-      winner_criteria: 'click',
-      confidence: 0.95,
-      if_inconclusive: 'send_leader',
+    await abTest({
       status: 'decided',
       winner: 0,
       decided_by: 'manual',
