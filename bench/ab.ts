@@ -19,14 +19,21 @@
  * The test's duration is a minute at least; once the test group has left the queue the decision
  * is made due at once (the wait is not what is measured).
  *
- *   npx tsx bench/ab.ts [--recipients 1000000] [--no-build] [--keep] [--no-pin] [--ab-first]
+ * The sends run in the order `--order` gives (default `o,ab,o`: an ordinary send, the A/B send, an
+ * ordinary send again), each against the same audience with the queue emptied between them; the
+ * A/B send's rate is compared with the mean of the ordinary sends' rates, so a machine that speeds
+ * up or slows down over the run (a 1,000,000-recipient send takes ~20 minutes) moves both sides.
+ * CPU per message (Herald's process, the whole PostgreSQL server) is read from each phase's first
+ * message to its last.
+ *
+ *   npx tsx bench/ab.ts [--recipients 1000000] [--order o,ab,o] [--no-build] [--keep] [--no-pin]
  *
  * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
  */
 import type { Client } from 'pg';
 import { checksLine, client, finishRun, log, runMain } from './lib/herald';
 import { serverInfo } from './lib/pg';
-import { median, waitForQuiet, writeResult } from './lib/sample';
+import { cpuMeter, median, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { machineInfo, withSendBench } from './lib/send-bench';
 import { makeList, type Fixture } from './lib/send-fixture';
@@ -41,7 +48,10 @@ const DB = 'herald_bench_ab';
 const RECIPIENTS = num('recipients', 1_000_000);
 const TEST_PERCENTAGE = 20;
 const PIN = !opts.has('no-pin');
-const AB_FIRST = opts.has('ab-first');
+const ORDER = (String(opts.get('order') ?? (opts.has('ab-first') ? 'ab,o' : 'o,ab,o'))).split(',');
+if (ORDER.filter((x) => x === 'ab').length !== 1 || !ORDER.includes('o') || ORDER.some((x) => x !== 'o' && x !== 'ab')) {
+  throw new Error(`--order: a comma list of o (an ordinary send) and ab (the A/B send, once), with at least one o: ${ORDER.join(',')}`);
+}
 const TARGET = { releaseMs: 5_000, rateRatio: 0.95, statsMs: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
 
@@ -65,6 +75,26 @@ async function waitUntil(c: Client, herald: Serve, utr: string, what: string, do
   }
 }
 
+/** CPU seconds of a phase, and per message in ms (Herald's process; the PostgreSQL server's, autovacuum included). */
+const perMessage = (cpu: { heraldS: number; postgresS: number }, messages: number) => ({
+  ...cpu,
+  heraldMsPerMessage: round((cpu.heraldS * 1000) / Math.max(1, messages), 3),
+  postgresMsPerMessage: round((cpu.postgresS * 1000) / Math.max(1, messages), 3),
+});
+
+/**
+ * A CPU meter started when the sink receives its next message (the phase's first), polled every
+ * 20 ms. Nothing else may ask the sink meanwhile: its answers are matched by type, so two
+ * questions in flight at once leave every later answer one behind.
+ */
+async function meterFromFirstMessage(sink: Child, pid: number) {
+  for (;;) {
+    const st = await ask<SinkStats>(sink, { type: 'stats' });
+    if (st.firstAt !== null) return cpuMeter(pid);
+    await sleep(20);
+  }
+}
+
 /** Messages per second over the sink's first to last message of a phase. */
 const rateOf = (s: SinkStats) => (s.firstAt === null || s.lastAt === null || s.lastAt === s.firstAt ? 0 : s.received / ((s.lastAt - s.firstAt) / 1000));
 
@@ -78,10 +108,11 @@ async function ordinarySend(c: Client, url: string, sink: Child, port: number, f
   const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
   try {
     await ask(sink, { type: 'reset', keep: 0 });
+    const meter = meterFromFirstMessage(sink, herald.child.pid!);
     const { utr } = await createSend(herald.baseUrl, f.account, { senderId: f.senderId, groupId: f.groupId, typeId, name: 'Ordinary 1M' });
     const row = await waitUntil(c, herald, utr, 'ordinary send', (r) => r.status === 3);
     const sink1 = await ask<SinkStats>(sink, { type: 'stats' });
-    return { utr, delivered: row.delivered, sink: { ...sink1, samples: undefined }, rate: Math.round(rateOf(sink1)) };
+    return { utr, delivered: row.delivered, sink: { ...sink1, samples: undefined }, rate: Math.round(rateOf(sink1)), cpu: perMessage((await meter).read(), sink1.received) };
   } finally {
     await herald.stop(60_000);
   }
@@ -91,6 +122,7 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
   const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
   try {
     await ask(sink, { type: 'reset', keep: 0 });
+    const testCpu = meterFromFirstMessage(sink, herald.child.pid!);
     const { utr } = await createSend(herald.baseUrl, f.account, {
       senderId: f.senderId,
       groupId: f.groupId,
@@ -110,6 +142,7 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
       return t.rows[0]?.test_done_at !== null && t.rows[0]?.test_done_at !== undefined;
     });
     const testPhase = await ask<SinkStats>(sink, { type: 'stats' });
+    const testPhaseCpu = perMessage((await testCpu).read(), testPhase.received);
     const held = Number((await c.query(`SELECT count(*) AS n FROM deliveries WHERE single_send_id = $1 AND status = 'held'`, [id])).rows[0].n);
     await ask(sink, { type: 'reset', keep: 0 });
     // The decision is due now (instead of a minute after the test group's last message).
@@ -122,10 +155,15 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
       await sleep(10);
     }
     const decidedSeenMs = Date.now() - due;
+    // The winner phase's CPU meter starts with its first message (here: one question to the sink at a time, or answers cross).
+    let winnerCpu: ReturnType<typeof cpuMeter> | undefined;
     const firstWinner = await (async () => {
       for (;;) {
         const st = await ask<SinkStats>(sink, { type: 'stats' });
-        if (st.firstAt !== null) return st.firstAt - due;
+        if (st.firstAt !== null) {
+          winnerCpu = cpuMeter(herald.child.pid!);
+          return st.firstAt - due;
+        }
         if (Date.now() - due > 600_000) throw new Error(`no winner message within 10 minutes:\n${herald.output()}`);
         await sleep(10);
       }
@@ -133,6 +171,7 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
     const logged = /"released":(\d+),"releaseMs":(\d+)/.exec(herald.output());
     const row = await waitUntil(c, herald, utr, 'winner phase', (r) => r.status === 3);
     const winnerPhase = await ask<SinkStats>(sink, { type: 'stats' });
+    const winnerPhaseCpu = perMessage(winnerCpu!.read(), winnerPhase.received);
     const spanS = (s: SinkStats) => (s.lastAt! - s.firstAt!) / 1000;
     const rate = (testPhase.received + winnerPhase.received) / (spanS(testPhase) + spanS(winnerPhase));
     // The report, with the send's million recipients' events recorded.
@@ -151,8 +190,8 @@ async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixt
       delivered: row.delivered,
       held,
       release: { loggedReleased: logged ? Number(logged[1]) : null, loggedMs: logged ? Number(logged[2]) : null, decidedSeenMs, firstWinnerMessageMs: firstWinner },
-      testPhase: { ...testPhase, samples: undefined, rate: Math.round(rateOf(testPhase)) },
-      winnerPhase: { ...winnerPhase, samples: undefined, rate: Math.round(rateOf(winnerPhase)) },
+      testPhase: { ...testPhase, samples: undefined, rate: Math.round(rateOf(testPhase)), cpu: testPhaseCpu },
+      winnerPhase: { ...winnerPhase, samples: undefined, rate: Math.round(rateOf(winnerPhase)), cpu: winnerPhaseCpu },
       rate: Math.round(rate),
       stats: { events, medianMs: round(median(times)), maxMs: round(Math.max(...times)), runs: times.map((t) => round(t)) },
       ab,
@@ -169,43 +208,36 @@ async function main() {
     await admin.query('VACUUM ANALYZE');
     log(`${RECIPIENTS.toLocaleString('en')} contacts`);
 
-    // --ab-first: the A/B send first, the ordinary one after it (does the order move the ratio?).
-    const runOrdinary = async () => {
+    const ordinaries: Array<Awaited<ReturnType<typeof ordinarySend>> & { quiet: number }> = [];
+    let abRun: (Awaited<ReturnType<typeof abSend>> & { quiet: number }) | undefined;
+    for (const [i, which] of ORDER.entries()) {
+      if (i > 0) await clearSends(admin);
       const quiet = await waitForQuiet(120_000);
+      if (which === 'ab') {
+        abRun = { ...(await abSend(c, url, sink, port, f, typeId, dataDir)), quiet };
+        continue;
+      }
       const result = await ordinarySend(c, url, sink, port, f, typeId, dataDir);
-      log(`ordinary send: ${result.rate} msg/s (first to last message); background ${quiet}`);
-      return { result, quiet };
-    };
-    const runAb = async () => {
-      const quiet = await waitForQuiet(120_000);
-      return { result: await abSend(c, url, sink, port, f, typeId, dataDir), quiet };
-    };
-    let ordinaryRun: Awaited<ReturnType<typeof runOrdinary>>;
-    let abRun: Awaited<ReturnType<typeof runAb>>;
-    if (AB_FIRST) {
-      abRun = await runAb();
-      await clearSends(admin);
-      ordinaryRun = await runOrdinary();
-    } else {
-      ordinaryRun = await runOrdinary();
-      await clearSends(admin);
-      abRun = await runAb();
+      log(`ordinary send: ${result.rate} msg/s (first to last message); CPU per message: Herald ${result.cpu.heraldMsPerMessage} ms, PostgreSQL ${result.cpu.postgresMsPerMessage} ms; background ${quiet}`);
+      ordinaries.push({ ...result, quiet });
     }
-    const { result: ordinary, quiet: quiet1 } = ordinaryRun;
-    const { result: ab, quiet: quiet2 } = abRun;
+    const ab = abRun!;
+    const quiet2 = ab.quiet;
+    const ordinaryRate = Math.round(ordinaries.reduce((sum, o) => sum + o.rate, 0) / ordinaries.length);
     log(
       `A/B send: ${ab.rate} msg/s (test phase ${ab.testPhase.rate}, winner phase ${ab.winnerPhase.rate}); release of ${ab.release.loggedReleased} rows ${ab.release.loggedMs} ms ` +
-        `(decided seen ${ab.release.decidedSeenMs} ms, first winner message ${ab.release.firstWinnerMessageMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}`,
+        `(decided seen ${ab.release.decidedSeenMs} ms, first winner message ${ab.release.firstWinnerMessageMs} ms after due); stats median ${ab.stats.medianMs} ms; background ${quiet2}; ` +
+        `CPU per message: Herald ${ab.testPhase.cpu.heraldMsPerMessage} / ${ab.winnerPhase.cpu.heraldMsPerMessage} ms, PostgreSQL ${ab.testPhase.cpu.postgresMsPerMessage} / ${ab.winnerPhase.cpu.postgresMsPerMessage} ms (test / winner phase)`,
     );
     const testSize = Math.round((RECIPIENTS * TEST_PERCENTAGE) / 100);
     const checks = {
-      ordinaryDeliveredAll: ordinary.delivered === RECIPIENTS && ordinary.sink.received === RECIPIENTS && ordinary.sink.duplicates === 0,
+      ordinaryDeliveredAll: ordinaries.every((o) => o.delivered === RECIPIENTS && o.sink.received === RECIPIENTS && o.sink.duplicates === 0),
       abDeliveredAll: ab.delivered === RECIPIENTS && ab.testPhase.received + ab.winnerPhase.received === RECIPIENTS,
       testGroupItsShare: ab.testPhase.received === testSize && ab.held === RECIPIENTS - testSize,
       releaseLogged: ab.release.loggedReleased === RECIPIENTS - testSize,
       everyEventRecorded: ab.stats.events >= RECIPIENTS,
     };
-    const ratio = ab.rate / ordinary.rate;
+    const ratio = ab.rate / ordinaryRate;
     const met = {
       release: ab.release.loggedMs !== null && ab.release.loggedMs <= TARGET.releaseMs && ab.release.firstWinnerMessageMs <= TARGET.releaseMs,
       rate: ratio >= TARGET.rateRatio,
@@ -219,8 +251,10 @@ async function main() {
       recipients: RECIPIENTS,
       target: { ...TARGET, met },
       ratio: round(ratio, 3),
-      ordinary: { ...ordinary, quiet: quiet1 },
-      ab: { ...ab, quiet: quiet2 },
+      order: ORDER,
+      ordinaryRate,
+      ordinaries,
+      ab,
       checks,
       totalMs: Date.now() - started,
     });
@@ -230,7 +264,7 @@ async function main() {
         '',
         `A/B benchmark — ${RECIPIENTS.toLocaleString('en')} recipients, ${TEST_PERCENTAGE} % test, 2 variations; Herald as npm start runs it (defaults)`,
         `  release of the held rows (${ab.release.loggedReleased}): ${ab.release.loggedMs} ms in the decision; decided seen ${ab.release.decidedSeenMs} ms, the winner's first message ${ab.release.firstWinnerMessageMs} ms after due   ${verdict(met.release)} (≤ ${TARGET.releaseMs} ms)`,
-        `  sending rate: A/B ${ab.rate} msg/s (test ${ab.testPhase.rate}, winner ${ab.winnerPhase.rate}) vs ordinary ${ordinary.rate} msg/s = ${round(ratio * 100)} %   ${verdict(met.rate)} (≥ ${TARGET.rateRatio * 100} %)`,
+        `  sending rate: A/B ${ab.rate} msg/s (test ${ab.testPhase.rate}, winner ${ab.winnerPhase.rate}) vs ordinary ${ordinaryRate} msg/s (${ORDER.join(', ')}: the mean of ${ordinaries.map((o) => o.rate).join(' and ')}) = ${round(ratio * 100)} %   ${verdict(met.rate)} (≥ ${TARGET.rateRatio * 100} %)`,
         `  GET /single/send/stats with ab (${ab.stats.events.toLocaleString('en')} events): median ${ab.stats.medianMs} ms, max ${ab.stats.maxMs} ms   ${verdict(met.stats)} (≤ ${TARGET.statsMs} ms)`,
         checksLine(checks),
         '',

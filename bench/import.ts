@@ -42,7 +42,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { CSV_COLUMNS, generateCsv, type CsvShape, type GeneratedCsv } from './lib/csv-gen';
 import { build, client, createAccount, log, startHerald, type Herald } from './lib/herald';
 import { connect, databaseUrl, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { median, resetPeakRss, samplePhases, sampleRss, seconds, waitForQuiet, writeResult } from './lib/sample';
+import { median, processCpu, resetPeakRss, samplePhases, sampleRss, seconds, waitForQuiet, writeResult } from './lib/sample';
 import { addContactType, addCustomFields, args } from './lib/setup';
 
 const TARGET_RSS_MB = 200;
@@ -192,21 +192,10 @@ const PHASES: Array<[RegExp, string]> = [
   [/WITH last_rows/, 'merge'],
 ];
 
-const TICKS = 100; // USER_HZ on Linux
-/** utime + stime of a process, in seconds (0 when it is gone). */
-function cpuOf(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
-  } catch {
-    return 0;
-  }
-}
-
 /** CPU seconds so far of Herald's backends on the benchmark database (the pool keeps them for the run). */
 async function backendsCpu(admin: Client, db: string): Promise<number> {
   const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald'`, [db]);
-  return rows.reduce((sum, r) => sum + cpuOf(r.pid), 0);
+  return rows.reduce((sum, r) => sum + processCpu(r.pid), 0);
 }
 
 /** A running Herald with its account's list, and connections to its database (as Herald's role and as the administrator). */
@@ -223,7 +212,7 @@ interface Target {
 async function heraldImport(t: Target, s: Scenario): Promise<HeraldRun> {
   const { herald, api, app, admin, typeId } = t;
   const hwmReset = resetPeakRss(herald.pid);
-  const cpu0 = { herald: cpuOf(herald.pid), postgres: await backendsCpu(admin, t.db) };
+  const cpu0 = { herald: processCpu(herald.pid), postgres: await backendsCpu(admin, t.db) };
   const form = new FormData();
   form.append('contact_type_id', String(typeId));
   form.append('file', await fs.openAsBlob(s.csv, { type: 'text/csv' }), path.basename(s.csv));
@@ -245,7 +234,7 @@ async function heraldImport(t: Target, s: Scenario): Promise<HeraldRun> {
   await api.multipart('/contacts/upload-csv', form);
   const ms = Date.now() - t0;
   answered = true;
-  const cpuSec = { herald: cpuOf(herald.pid) - cpu0.herald, postgres: (await backendsCpu(admin, t.db)) - cpu0.postgres };
+  const cpuSec = { herald: processCpu(herald.pid) - cpu0.herald, postgres: (await backendsCpu(admin, t.db)) - cpu0.postgres };
   await polling;
   const mem = rss.stop();
   if (!hwmReset) mem.vmHwmMb = 0;

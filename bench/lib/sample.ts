@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { ROOT } from './herald';
+import { cpuMs } from './send-procs';
 
 /** kB fields of /proc/<pid>/status (VmRSS, VmHWM, …). */
 export function procStatus(pid: number): Record<string, number> {
@@ -134,3 +135,46 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 
 /** Best (lowest, or highest with `lowIsBest` false), median and every run of a figure. */
 export const bestMedian = (xs: number[], lowIsBest = true) => ({ best: lowIsBest ? Math.min(...xs) : Math.max(...xs), median: median(xs), runs: xs });
+
+/** utime + stime of a process, in seconds (0 when it is gone). */
+export function processCpu(pid: number): number {
+  const ms = cpuMs(pid);
+  return Number.isNaN(ms) ? 0 : ms / 1000;
+}
+
+const USER_HZ = 100;
+
+/**
+ * CPU seconds so far of the whole PostgreSQL server on this machine: the postmaster, its live
+ * children (backends, autovacuum, checkpointer, …) and the children it has reaped (cutime +
+ * cstime), so a backend that came and went in between is counted too. The difference of two
+ * readings is what the server did in between (for every database on it: keep the machine quiet).
+ */
+export function postgresCpu(): number {
+  const procs = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const stats = new Map<number, { comm: string; ppid: number; fields: string[] }>();
+  for (const d of procs) {
+    try {
+      const text = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(') ') + 2).split(' ');
+      stats.set(Number(d), { comm, ppid: Number(fields[1]), fields });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  for (const [pid, s] of stats) {
+    if (s.comm !== 'postgres' || stats.get(s.ppid)?.comm === 'postgres') continue;
+    // A postmaster: itself, what it reaped, and its live children.
+    total += (Number(s.fields[11]) + Number(s.fields[12]) + Number(s.fields[13]) + Number(s.fields[14])) / USER_HZ;
+    for (const c of stats.values()) if (c.ppid === pid) total += (Number(c.fields[11]) + Number(c.fields[12])) / USER_HZ;
+  }
+  return total;
+}
+
+/** CPU seconds of Herald's process and of the PostgreSQL server since `start()`: call `read()` for the figures so far. */
+export function cpuMeter(pid: number) {
+  const at = { herald: processCpu(pid), postgres: postgresCpu() };
+  return { read: () => ({ heraldS: Math.round((processCpu(pid) - at.herald) * 100) / 100, postgresS: Math.round((postgresCpu() - at.postgres) * 100) / 100 }) };
+}
