@@ -26,12 +26,13 @@
  * CPU per message (Herald's process, the whole PostgreSQL server) is read from each phase's first
  * message to its last.
  *
- *   npx tsx bench/ab.ts [--recipients 1000000] [--order o,ab,o] [--no-build] [--keep] [--no-pin]
+ *   npx tsx bench/ab.ts [--recipients 1000000] [--order o,ab,o] [--no-build] [--keep] [--no-pin] [--cpu-prof]
  *
  * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
  */
+import path from 'node:path';
 import type { Client } from 'pg';
-import { checksLine, client, finishRun, log, runMain } from './lib/herald';
+import { checksLine, client, finishRun, log, ROOT, runMain } from './lib/herald';
 import { serverInfo } from './lib/pg';
 import { cpuMeter, median, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
@@ -54,6 +55,8 @@ if (ORDER.filter((x) => x === 'ab').length !== 1 || !ORDER.includes('o') || ORDE
 }
 const TARGET = { releaseMs: 5_000, rateRatio: 0.95, statsMs: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
+/** --cpu-prof: V8 CPU profiles of each send's Herald, in bench/out/prof/ab/<ordinary|ab>/. */
+const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', 'ab', name)] : []);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -105,7 +108,7 @@ async function clearSends(admin: Client): Promise<void> {
 }
 
 async function ordinarySend(c: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string) {
-  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined, nodeArgs: profileArgs('ordinary') });
   try {
     await ask(sink, { type: 'reset', keep: 0 });
     const meter = meterFromFirstMessage(sink, herald.child.pid!);
@@ -119,7 +122,7 @@ async function ordinarySend(c: Client, url: string, sink: Child, port: number, f
 }
 
 async function abSend(c: Client, url: string, sink: Child, port: number, f: Fixture, typeId: number, dataDir: string) {
-  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined });
+  const herald = await startServe({ databaseUrl: url, smtpPort: port, dataDir, publicUrl: PUBLIC_URL, cpu: PIN ? '0' : undefined, nodeArgs: profileArgs('ab') });
   try {
     await ask(sink, { type: 'reset', keep: 0 });
     const testCpu = meterFromFirstMessage(sink, herald.child.pid!);
