@@ -26,7 +26,7 @@
  * CPU per message (Herald's process, the whole PostgreSQL server) is read from each phase's first
  * message to its last.
  *
- *   npx tsx bench/ab.ts [--recipients 1000000] [--order o,ab,o] [--no-build] [--keep] [--no-pin] [--cpu-prof]
+ *   npx tsx bench/ab.ts [--recipients 1000000] [--order o,ab,o] [--no-build] [--keep] [--no-pin] [--cpu-prof] [--herald-node-args '…']
  *
  * Writes bench/out/ab.json, exits 1 on FAIL or a failed check.
  */
@@ -55,8 +55,12 @@ if (ORDER.filter((x) => x === 'ab').length !== 1 || !ORDER.includes('o') || ORDE
 }
 const TARGET = { releaseMs: 5_000, rateRatio: 0.95, statsMs: 200 };
 const PUBLIC_URL = 'https://herald.bench.test';
-/** --cpu-prof: V8 CPU profiles of each send's Herald, in bench/out/prof/ab/<ordinary|ab>/. */
-const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', 'ab', name)] : []);
+/** --cpu-prof: V8 CPU profiles of each send's Herald, in bench/out/prof/ab/<ordinary|ab>/; --herald-node-args: more of Node's options for Herald. */
+const profileArgs = (name: string) => [
+  ...(opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', 'ab', name)] : []),
+  // --herald-node-args '--max-semi-space-size=64 …': Node's options for both sends' Herald (diagnostics; say so with the figures).
+  ...(typeof opts.get('herald-node-args') === 'string' ? String(opts.get('herald-node-args')).split(/\s+/).filter(Boolean) : []),
+];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;

@@ -36,7 +36,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
-import { checksLine, finishRun, log, ROOT, runMain } from './lib/herald';
+import { checksLine, finishRun, log, ROOT, runMain, SERVE_NODE_ARGS } from './lib/herald';
 import { serverInfo } from './lib/pg';
 import { median, resetPeakRss, waitForQuiet, writeResult } from './lib/sample';
 import { args } from './lib/setup';
@@ -83,7 +83,7 @@ const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--
 
 const sinkStats = (sink: Child, prefix?: string) => ask<SinkStats>(sink, { type: 'stats', prefix });
 const baseline = (mode: BaselineMode, sink: Child, port: number, html: string) =>
-  runBaseline({ mode, sink, port, html, count: RECIPIENTS, poolSize: POOL, concurrency: IN_FLIGHT, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: profileArgs(`baseline-${mode}`), dkimKey: BASELINE_KEY });
+  runBaseline({ mode, sink, port, html, count: RECIPIENTS, poolSize: POOL, concurrency: IN_FLIGHT, publicUrl: PUBLIC_URL, cpu: SENDER_CPU, nodeArgs: [...SERVE_NODE_ARGS, ...profileArgs(`baseline-${mode}`)], dkimKey: BASELINE_KEY });
 const sinkReset = (sink: Child, keep = 0) => ask(sink, { type: 'reset', keep });
 
 /** One Herald round: a fresh `herald serve`, one 100k send from the create call to completed. */

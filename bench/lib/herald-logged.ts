@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT } from './herald';
+import { ROOT, SERVE_NODE_ARGS } from './herald';
 
 /**
  * `herald serve` as `npm start` runs it for the HTTP benchmarks (bench:api, bench:tracking):
@@ -48,7 +48,7 @@ async function waitHealthy(baseUrl: string, child: ChildProcess, logFile: string
 /** Starts `node bin/herald.js serve` on `port` with `env` (DATABASE_URL, PORT, DATA_DIR, …) and waits for /healthz. */
 export async function startLoggedHerald(opts: { port: number; env: Record<string, string>; logFile: string; nodeArgs?: string[] }): Promise<LoggedHerald> {
   const out = fs.openSync(opts.logFile, 'a');
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(ROOT, 'bin', 'herald.js'), 'serve'], {
+  const child = spawn(process.execPath, [...SERVE_NODE_ARGS, ...(opts.nodeArgs ?? []), path.join(ROOT, 'bin', 'herald.js'), 'serve'], {
     cwd: ROOT,
     env: heraldEnv({ ...opts.env, PORT: String(opts.port) }),
     stdio: ['ignore', out, out],

@@ -12,6 +12,17 @@ import { freePort } from '../../test/helpers/net';
 export const ROOT = path.resolve(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'bin', 'herald.js');
 
+/**
+ * Node's options of `npm start` (package.json's start script: `node <options> bin/herald.js serve`),
+ * which every benchmark's `herald serve` is given before its own: Herald as `npm start` runs it.
+ */
+export const SERVE_NODE_ARGS: string[] = (() => {
+  const start = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^node\s+(.*?)\s*bin\/herald\.js\s+serve$/.exec(start);
+  if (!m) throw new Error(`package.json's start script is not "node … bin/herald.js serve": ${start}`);
+  return m[1].split(/\s+/).filter(Boolean);
+})();
+
 /** `npm run build`; a failed type check still leaves dist/ usable when tsc emitted it. */
 export function build(): void {
   const started = Date.now();
@@ -77,7 +88,7 @@ export interface Herald {
 /** Starts `herald serve` (no worker) and resolves once /healthz answers. */
 export async function startHerald(opts: { databaseUrl: string; dataDir: string; env?: Record<string, string>; nodeArgs?: string[] }): Promise<Herald> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'serve'], {
+  const child = spawn(process.execPath, [...SERVE_NODE_ARGS, ...(opts.nodeArgs ?? []), BIN, 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Client } from 'pg';
 import { freePort } from '../../test/helpers/net';
-import { client, ROOT, type Account } from './herald';
+import { client, ROOT, SERVE_NODE_ARGS, type Account } from './herald';
 import { spawnNode, type Child } from './send-procs';
 
 /**
@@ -27,7 +27,7 @@ export async function startServe(opts: {
   // HERALD_BIN: another build of Herald to run (diagnostics, e.g. an instrumented copy).
   const child = spawnNode('herald serve', process.env.HERALD_BIN ?? path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
     cpu: opts.cpu,
-    nodeArgs: opts.nodeArgs,
+    nodeArgs: [...SERVE_NODE_ARGS, ...(opts.nodeArgs ?? [])],
     env: {
       DATABASE_URL: opts.databaseUrl,
       SMTP_URL: `smtp://127.0.0.1:${opts.smtpPort}`,
