@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { rotateKeys } from '../../src/accounts/accounts.service';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeBrowser, launchChromium } from '../helpers/browser';
@@ -142,6 +142,18 @@ describeBrowser('the dashboard in a browser', () => {
     const res = await page.goto(`${base}${path}`, { waitUntil: 'load' });
     await page.waitForTimeout(50);
     return res?.status() ?? 0;
+  }
+
+  /**
+   * Clicks a button whose form leads back to a page (the same URL, often) and waits for that new
+   * page to load. `waitForLoadState('load')` beside the click would resolve on the page still shown.
+   */
+  async function submitAndLoad(button: Locator): Promise<void> {
+    const navigated = page.waitForEvent('framenavigated', (frame) => frame === page.mainFrame());
+    await button.click();
+    await navigated;
+    await page.waitForLoadState('load');
+    await page.waitForTimeout(50);
   }
 
   const text = (selector: string) => page.locator(selector).first().innerText();
@@ -402,7 +414,7 @@ describeBrowser('the dashboard in a browser', () => {
     await Promise.all([page.waitForURL(/type=bounce/), page.click('button:has-text("Filter")')]);
     const bounces = (await api(app, a).get('/suppressions/list?type=bounce')).body.message.suppressions;
     expect(await page.locator('table[data-table="suppressions"] tbody tr').count()).toBe(bounces.length);
-    await Promise.all([page.waitForLoadState('load'), page.locator('table[data-table="suppressions"] button', { hasText: 'Lift' }).first().click()]);
+    await submitAndLoad(page.locator('table[data-table="suppressions"] button', { hasText: 'Lift' }).first());
     expect((await api(app, a).get('/suppressions/list?type=bounce')).body.message.suppressions).toHaveLength(bounces.length - 1);
     const [trend] = await chartsDrawn();
     expect(trend.points).toBeGreaterThanOrEqual(30);
