@@ -10,6 +10,11 @@
  * PostgreSQL's lower(), so the answers are a routing hint that PostgreSQL checks (the unique
  * index, the merge; see csv-import.service.ts): a wrong answer costs time, never a wrong
  * contact. At 64 bits a collision among a few million addresses is a ~1-in-10⁶ event.
+ *
+ * With fingerprints (withFingerprints), each existing contact's slot also holds a 64-bit hash
+ * of its values in the file's columns, which tells a row that would change nothing
+ * (contact-fingerprint.ts). That answer is not checked again: its text starts with the exact
+ * address, so an address collision here cannot pass for an unchanged row.
  */
 
 const EMPTY = 0;
@@ -24,6 +29,11 @@ export interface Visit {
   contactId: number;
   /** The CSV line that named this address before (0: first time in the file). */
   previousRow: number;
+  /** With `contactId`: the fingerprint of the contact's values was loaded, in `print` (contact-fingerprint.ts). */
+  printed: boolean;
+  readonly print: Int32Array;
+  /** With `previousRow`: that row was taken as unchanged (markUnchanged) and not staged. */
+  previousUnchanged: boolean;
 }
 
 /** Int32s a slot: the hash's high word with its lowest bit set (0 = empty), its low word, the value. */
@@ -39,7 +49,14 @@ export class AddressSet {
   private size = 0;
   private hi = 0;
   private lo = 0;
-  private readonly visit_: Visit = { contactId: 0, previousRow: 0 };
+  private readonly visit_: Visit = { contactId: 0, previousRow: 0, printed: false, print: new Int32Array(2), previousUnchanged: false };
+  /**
+   * With fingerprints (withFingerprints): two Int32s a slot. Before the file names the slot's
+   * contact, its fingerprint; after, [1, 0] if that row was unchanged, else [0, 0].
+   */
+  private prints?: Int32Array;
+  /** The slot `visit` last answered for (an index into `slots`). */
+  private visited = -1;
 
   /**
    * Sized for `expectedAddresses` (it grows if need be). Past `maxAddresses` it stops taking
@@ -60,13 +77,29 @@ export class AddressSet {
 
   /** Bytes held by the table (for logs and the benchmark). */
   get bytes(): number {
-    return this.slots.byteLength;
+    return this.slots.byteLength + (this.prints?.byteLength ?? 0);
   }
 
-  /** Adds an existing contact's address. */
-  addContact(email: string, contactId: number): void {
+  /** Keeps a fingerprint of each contact's values (contact-fingerprint.ts): 8 bytes more a slot. */
+  withFingerprints(): this {
+    this.prints ??= new Int32Array(this.capacity * 2);
+    return this;
+  }
+
+  /** Adds an existing contact's address, with the fingerprint of its values when the set keeps them. */
+  addContact(email: string, contactId: number, print?: Int32Array): void {
     const at = this.slotOf(email);
-    if (this.slots[at] === EMPTY && this.size < this.maxAddresses) this.claim(at, contactId);
+    if (this.slots[at] !== EMPTY || this.size >= this.maxAddresses) return;
+    if (this.prints && print) {
+      this.prints[(at / SLOT) * 2] = print[0];
+      this.prints[(at / SLOT) * 2 + 1] = print[1];
+    }
+    this.claim(at, contactId);
+  }
+
+  /** The row `visit` was last asked about changes nothing on its contact, and was not staged. */
+  markUnchanged(): void {
+    if (this.prints && this.visited >= 0) this.prints[(this.visited / SLOT) * 2] = 1;
   }
 
   /**
@@ -74,18 +107,36 @@ export class AddressSet {
    * object is reused by the next call.
    */
   visit(email: string, row: number): Visit {
-    const at = this.slotOf(email);
+    let at = this.slotOf(email);
     const v = this.visit_;
+    v.printed = false;
+    v.previousUnchanged = false;
     if (this.slots[at] === EMPTY) {
       v.contactId = 0;
       v.previousRow = 0;
-      if (this.size < this.maxAddresses) this.claim(at, -row);
+      if (this.size < this.maxAddresses) at = this.claim(at, -row);
+      else at = -1;
+      this.visited = at;
       return v;
     }
     const value = this.slots[at + 2];
     v.contactId = value > 0 ? value : 0;
     v.previousRow = value > 0 ? 0 : -value;
     this.slots[at + 2] = -row;
+    this.visited = at;
+    const prints = this.prints;
+    if (prints) {
+      const p = (at / SLOT) * 2;
+      if (value > 0) {
+        v.printed = true;
+        v.print[0] = prints[p];
+        v.print[1] = prints[p + 1];
+      } else {
+        v.previousUnchanged = prints[p] === 1;
+      }
+      prints[p] = 0;
+      prints[p + 1] = 0;
+    }
     return v;
   }
 
@@ -95,12 +146,27 @@ export class AddressSet {
     return value < 0 ? -value : 0;
   }
 
-  private claim(at: number, value: number): void {
+  /** Takes the empty slot `at`; returns where the address is afterwards (growing moves it). */
+  private claim(at: number, value: number): number {
     this.slots[at] = this.hi | 1;
     this.slots[at + 1] = this.lo;
     this.slots[at + 2] = value;
     this.size += 1;
-    if (this.size > this.capacity * MAX_LOAD) this.grow();
+    if (this.size <= this.capacity * MAX_LOAD) return at;
+    const [hi, lo] = [this.slots[at], this.slots[at + 1]];
+    this.grow();
+    return this.find(hi, lo);
+  }
+
+  /** The slot holding the hash (hi already with its lowest bit set, lo). */
+  private find(fp: number, lo: number): number {
+    const end = this.capacity * SLOT;
+    let at = ((lo >>> 0) % this.capacity) * SLOT;
+    while (!(this.slots[at] === fp && this.slots[at + 1] === lo)) {
+      at += SLOT;
+      if (at === end) at = 0;
+    }
+    return at;
   }
 
   /** Where `email` is, or the empty slot where it belongs (linear probing); sets hi/lo. Returns an index into `slots`. */
@@ -121,8 +187,10 @@ export class AddressSet {
 
   private grow(): void {
     const old = this.slots;
+    const oldPrints = this.prints;
     this.capacity *= 2;
     this.slots = new Int32Array(this.capacity * SLOT);
+    if (oldPrints) this.prints = new Int32Array(this.capacity * 2);
     const end = this.capacity * SLOT;
     for (let from = 0; from < old.length; from += SLOT) {
       if (old[from] === EMPTY) continue;
@@ -134,6 +202,10 @@ export class AddressSet {
       this.slots[at] = old[from];
       this.slots[at + 1] = old[from + 1];
       this.slots[at + 2] = old[from + 2];
+      if (oldPrints) {
+        this.prints![(at / SLOT) * 2] = oldPrints[(from / SLOT) * 2];
+        this.prints![(at / SLOT) * 2 + 1] = oldPrints[(from / SLOT) * 2 + 1];
+      }
     }
   }
 

@@ -26,7 +26,9 @@ import {
   MERGE_JOINS_RESET,
   MERGE_STAGED,
 } from './csv-import.sql';
-import { CsvFormatError, CsvRecordReader } from './csv-records';
+import { fingerprint, fingerprintColumns } from './contact-fingerprint';
+import { CsvFormatError, CsvRecordReader, type RecordBatch } from './csv-records';
+import { mapHeader, type ColumnMap } from './csv-rows';
 import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
 import { completeImportRecord, failImportRecord, openImportRecord, trackImportProgress, type ImportCounts, type ImportProgress } from './import-history.service';
@@ -255,10 +257,11 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   const locked = await client.query(LOCK_LIVE_TYPE, [ctx.userId, typeId]);
   if (locked.rowCount === 0) throw invalid({ contact_type_id: ['The selected contact type id is invalid.'] });
   const known = stageAll ? undefined : await knownAddresses(job, client);
-  const direct = known ? await streamFile(job, client, known, 'direct') : await streamFile(job, client, fileAddresses(job), 'stage-all');
+  const direct = known ? await streamFile(job, client, known.set, { direct: true, printed: known.printed }) : await streamFile(job, client, fileAddresses(job), { direct: false });
   const merged = job.rows!.staged > 0 ? await mergeStaged(job, client, known !== undefined, direct) : { inserted: 0, updated: 0, unchanged: 0 };
   await withinDeadline(job, client);
-  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated, unchanged: merged.unchanged });
+  // Rows the fingerprints found unchanged were never staged: nothing was written for them.
+  const outcome = outcomeOf(job, { inserted: direct + merged.inserted, updated: merged.updated, unchanged: merged.unchanged + job.rows!.unchanged });
   // Cached segment counts of this type are stale now (see contacts-version.ts), unless no row changed anything.
   if (outcome.inserted + outcome.updated > 0) await bumpContactsVersion(trx, ctx.userId, [typeId]);
   await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
@@ -297,20 +300,32 @@ function fileAddresses(job: ImportJob): AddressSet {
   return new AddressSet(Math.min(job.upload.sniffed.estimatedRows, ADDRESS_SET_MAX), ADDRESS_SET_MAX);
 }
 
+/** The type's addresses, and the columns of the fingerprints it holds (none: every row that names a contact is merged). */
+interface Known {
+  set: AddressSet;
+  printed?: string[];
+}
+
 /**
  * The type's addresses when routing pays (module comment), else undefined: every row is
- * staged. An empty type gives an empty set sized for the file.
+ * staged. An empty type gives an empty set sized for the file. With them, when the file's
+ * header can be read, a fingerprint of each contact's values in the file's columns, so that a
+ * row that would change nothing is neither staged nor merged (contact-fingerprint.ts).
  */
-async function knownAddresses(job: ImportJob, client: PoolClient): Promise<AddressSet | undefined> {
+async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Known | undefined> {
   const fileRows = Math.min(job.upload.sniffed.estimatedRows, ADDRESS_SET_MAX);
   const limit = Math.min(ADDRESS_SET_MAX - fileRows, fileRows * LOAD_ADDRESSES_PER_ROW);
   const { rows } = await client.query<{ n: number }>(COUNT_TYPE_CONTACTS, [job.ctx.userId, job.typeId, limit + 1]);
   const existing = rows[0].n;
   if (existing > limit) return undefined;
   const set = new AddressSet(existing + fileRows, ADDRESS_SET_MAX);
-  if (existing === 0) return set;
+  if (existing === 0) return { set };
+  const header = await headerOf(job);
+  const printed = header ? fingerprintColumns(header) : undefined;
+  if (printed) set.withFingerprints();
+  const print = new Int32Array(2);
   await withinDeadline(job, client);
-  await pipeline(client.query(copyTo(COPY_TYPE_ADDRESSES(job.ctx.userId, job.typeId))), async (chunks: AsyncIterable<Buffer>) => {
+  await pipeline(client.query(copyTo(COPY_TYPE_ADDRESSES(job.ctx.userId, job.typeId, printed))), async (chunks: AsyncIterable<Buffer>) => {
     let rest = '';
     for await (const chunk of chunks) {
       // Byte strings, as the file's addresses are (byte-strings.ts).
@@ -318,24 +333,56 @@ async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Addre
       let start = 0;
       for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
         const tab = text.indexOf('\t', start);
-        set.addContact(text.slice(tab + 1, end), Number(text.slice(start, tab)));
+        if (printed) {
+          // id, then the fingerprint's text: the address up to the next tab (or the line's end), the values after it.
+          const next = text.indexOf('\t', tab + 1);
+          fingerprint(text, tab + 1, end, print);
+          set.addContact(text.slice(tab + 1, next >= 0 && next < end ? next : end), Number(text.slice(start, tab)), print);
+        } else {
+          set.addContact(text.slice(tab + 1, end), Number(text.slice(start, tab)));
+        }
         start = end + 1;
       }
       rest = text.slice(start);
     }
   });
-  return set;
+  return { set, printed };
+}
+
+/**
+ * The columns of the file as its header names them, read ahead of the import's pass (which
+ * reads the header again), or undefined when the header cannot be read or names no address:
+ * that pass then says why.
+ */
+async function headerOf(job: ImportJob): Promise<ColumnMap | undefined> {
+  const source = readUpload(job.upload.handle, READ_CHUNK_BYTES);
+  const utf8 = toUtf8(job.upload.sniffed.encoding, () => undefined);
+  const reader = new CsvRecordReader(MAX_LINE_CHARS);
+  source.on('error', () => undefined).pipe(utf8).on('error', () => undefined).pipe(reader);
+  try {
+    for await (const batch of reader as AsyncIterable<RecordBatch>) {
+      if (batch.records.length > 0) return mapHeader(batch.records[0], job.customFields);
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  } finally {
+    source.destroy();
+    utf8.destroy();
+    reader.destroy();
+  }
 }
 
 /**
  * Reads the whole file through the row checks into one COPY: straight into contacts
- * (`direct`: staged rows wait in a file beside the upload, then go into the staging table)
- * or into the staging table (`stage-all`). Returns the rows that COPY took.
+ * (`direct`: staged rows wait in a file beside the upload, then go into the staging table;
+ * `printed`: the columns of the address set's fingerprints) or into the staging table (every
+ * row staged). Returns the rows that COPY took.
  */
-async function streamFile(job: ImportJob, client: PoolClient, addresses: AddressSet, mode: 'direct' | 'stage-all'): Promise<number> {
+async function streamFile(job: ImportJob, client: PoolClient, addresses: AddressSet, how: { direct: boolean; printed?: string[] }): Promise<number> {
   const sidePath = `${job.upload.path}.staged`;
-  const side = mode === 'direct' ? fs.createWriteStream(sidePath) : undefined;
-  const routing: Routing = side ? { mode: 'direct', staged: side } : { mode: 'stage-all' };
+  const side = how.direct ? fs.createWriteStream(sidePath) : undefined;
+  const routing: Routing = side ? { mode: 'direct', staged: side, printed: how.printed } : { mode: 'stage-all' };
   const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId });
   job.rows = rows;
   try {

@@ -32,9 +32,15 @@ export const COUNT_TYPE_CONTACTS = `SELECT count(*)::int AS n FROM (
   SELECT 1 FROM contacts WHERE contact_type_id = $2 AND user_id = $1 AND deleted_at IS NULL LIMIT $3
 ) c`;
 
-/** The type's live contacts for the address set, streamed (COPY takes no parameters). */
-export const COPY_TYPE_ADDRESSES = (userId: number, typeId: number) =>
-  `COPY (SELECT id, email FROM contacts WHERE contact_type_id = ${int(typeId)} AND user_id = ${int(userId)} AND deleted_at IS NULL) TO STDOUT`;
+/**
+ * The type's live contacts for the address set, streamed (COPY takes no parameters): the id,
+ * then `columns` — the address alone, or the values a fingerprint is made of
+ * (contact-fingerprint.ts), which start with the address.
+ */
+export const COPY_TYPE_ADDRESSES = (userId: number, typeId: number, columns: string[] = ['email']) => {
+  if (columns[0] !== 'email') throw new Error(`the address comes first: ${columns.join(', ')}`);
+  return `COPY (SELECT id, ${columns.join(', ')} FROM contacts WHERE contact_type_id = ${int(typeId)} AND user_id = ${int(userId)} AND deleted_at IS NULL) TO STDOUT`;
+};
 
 /**
  * Staged rows in file order: `row_no` is the CSV line (the last row of an address wins),

@@ -81,6 +81,8 @@ export class RowChecker {
   private readonly text: string[] = TEXT_COLUMNS.map(() => '');
   /** The custom values as a JSON object keyed by field id ('' when none). */
   private custom = '';
+  /** Per custom column (header order): the value's JSON text, '' when blank. */
+  private readonly customJson: string[];
   /** Record index of each TEXT_COLUMNS entry, or -1. */
   private readonly textIndex: number[];
   private readonly customIndex: Array<{ field: CustomField; i: number; key: string }>;
@@ -91,6 +93,7 @@ export class RowChecker {
   ) {
     this.textIndex = TEXT_COLUMNS.map((name) => columns.text.find(([n]) => n === name)?.[1] ?? -1);
     this.customIndex = columns.custom.map(([field, i]) => ({ field, i, key: `${JSON.stringify(String(field.id))}:` }));
+    this.customJson = columns.custom.map(() => '');
   }
 
   /**
@@ -141,13 +144,17 @@ export class RowChecker {
 
   private readCustom(rec: string[], asciiRecord: boolean): string | undefined {
     let custom = '';
-    for (const { field, i, key } of this.customIndex) {
+    for (let j = 0; j < this.customIndex.length; j += 1) {
+      const { field, i, key } = this.customIndex[j];
       const v = trimBytes(rec[i] ?? '');
+      this.customJson[j] = '';
       if (!v) continue;
       const ascii = asciiRecord || isAscii(v);
       const checked = checkCustomValue(field, ascii ? v : textOf(v));
       if ('error' in checked) return checked.error;
-      custom += `${custom ? ',' : '{'}${key}${JSON.stringify(ascii ? checked.value : bytesOf(checked.value))}`;
+      const json = JSON.stringify(ascii ? checked.value : bytesOf(checked.value));
+      this.customJson[j] = json;
+      custom += `${custom ? ',' : '{'}${key}${json}`;
     }
     // JSON escapes ("\"", "\u0001") carry backslashes, which COPY's text format escapes again.
     this.custom = custom && (custom.includes('\\') ? copyValue(`${custom}}`) : `${custom}}`);
@@ -163,6 +170,23 @@ export class RowChecker {
     let out = `${prefix}${this.email}\t${this.altEmail}\t${this.countryId}`;
     for (const v of this.text) out += `\t${v}`;
     return `${out}\t${this.custom || '{}'}\n`;
+  }
+
+  /**
+   * What the checked row would set on an existing contact, in the file's columns, as the
+   * contact's side of its fingerprint is written (contact-fingerprint.ts: COPY's text format,
+   * tab-separated, FINGERPRINT_COLUMNS' order): blank text cells '' and blank alt email,
+   * country and custom values NULL, which is what a contact holds there when blank. The
+   * address needs no escaping: the email rule admits no backslash, tab or line break.
+   */
+  fingerprintText(): string {
+    const c = this.columns;
+    let out = this.email;
+    if (c.altEmail >= 0) out += `\t${this.altEmail}`;
+    if (c.country >= 0) out += `\t${this.countryId}`;
+    for (let k = 0; k < TEXT_COLUMNS.length; k += 1) if (this.textIndex[k] >= 0) out += `\t${this.text[k]}`;
+    for (const json of this.customJson) out += json === '' ? `\t${NULL}` : `\t${json.includes('\\') ? copyValue(json) : json}`;
+    return out;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Transform, type TransformCallback, type Writable } from 'node:stream';
 import type { AddressSet } from './address-set';
+import { fingerprint, fingerprintColumns } from './contact-fingerprint';
 import type { RecordBatch } from './csv-records';
 import { mapHeader, NO_EMAIL_COLUMN, RowChecker, type ColumnMap } from './csv-rows';
 import type { CustomField } from './custom-values';
@@ -41,10 +42,12 @@ class LineChunks {
 
 /**
  * `direct`: rows with an address new to the type and to the file so far are this stream's
- * output (COPY into contacts); the others go to `staged`. `stage-all`: every row is this
- * stream's output (COPY into the staging table).
+ * output (COPY into contacts); the others go to `staged`, except a row that would change
+ * nothing on its contact when `printed` names the columns (fingerprintColumns) whose
+ * fingerprints the address set holds. `stage-all`: every row is this stream's output (COPY
+ * into the staging table).
  */
-export type Routing = { mode: 'direct'; staged: Writable } | { mode: 'stage-all' };
+export type Routing = { mode: 'direct'; staged: Writable; printed?: string[] } | { mode: 'stage-all' };
 
 /** The skip reasons with the lowest line numbers, at most MAX_REASONS, in line order. */
 export class ReasonList {
@@ -72,12 +75,17 @@ export class RowRouter extends Transform {
   invalid = 0;
   direct = 0;
   staged = 0;
+  /** Rows taken as changing nothing on their contact (neither written nor staged), less those a later row of their address replaced. */
+  unchanged = 0;
   readonly reasons = new ReasonList();
   columns?: ColumnMap;
   private checker?: RowChecker;
   private readonly out = new LineChunks();
   private readonly side = new LineChunks();
   private readonly prefix: string;
+  /** Whether rows are compared with their contacts' fingerprints (the header has the columns they were made of). */
+  private printing = false;
+  private readonly print = new Int32Array(2);
 
   constructor(
     private readonly addresses: AddressSet,
@@ -120,6 +128,8 @@ export class RowRouter extends Transform {
   private readHeader(rec: string[]): void {
     this.columns = mapHeader(rec, this.lookups.customFields);
     this.checker = new RowChecker(this.columns, this.lookups.countries);
+    const printed = this.routing.mode === 'direct' ? this.routing.printed : undefined;
+    this.printing = printed !== undefined && fingerprintColumns(this.columns).join('\n') === printed.join('\n');
   }
 
   private route(rec: string[], row: number, plain: boolean, ascii: boolean): void {
@@ -132,17 +142,31 @@ export class RowRouter extends Transform {
       return;
     }
     const seen = this.addresses.visit(checker.email, row);
-    if (seen.previousRow > 0) this.reasons.add(seen.previousRow, DUPLICATE);
+    if (seen.previousRow > 0) {
+      this.reasons.add(seen.previousRow, DUPLICATE);
+      // That row lost to this one: it no longer counts as unchanged (this one is staged and merged).
+      if (seen.previousUnchanged) this.unchanged -= 1;
+    }
     if (this.routing.mode === 'stage-all') {
       this.out.add(checker.stagedLine(row, seen.contactId));
       this.staged += 1;
     } else if (seen.contactId === 0 && seen.previousRow === 0) {
       this.out.add(checker.contactLine(this.prefix));
       this.direct += 1;
+    } else if (this.printing && seen.printed && this.changesNothing(seen.print)) {
+      this.addresses.markUnchanged();
+      this.unchanged += 1;
     } else {
       this.side.add(checker.stagedLine(row, seen.contactId));
       this.staged += 1;
     }
+  }
+
+  /** Whether the checked row's values hash as its contact's did when the import started. */
+  private changesNothing(contact: Int32Array): boolean {
+    const text = this.checker!.fingerprintText();
+    fingerprint(text, 0, text.length, this.print);
+    return this.print[0] === contact[0] && this.print[1] === contact[1];
   }
 
   /** Hands staged lines to the side file, calling `done` once it can take more (its backpressure). */
