@@ -19,6 +19,8 @@ import {
   COPY_INTO_STAGING,
   COPY_TYPE_ADDRESSES,
   COUNT_TYPE_CONTACTS,
+  HEAP_ORDER,
+  HEAP_ORDER_RESET,
   CREATE_STAGING,
   DROP_STAGING,
   LOCK_LIVE_TYPE,
@@ -315,11 +317,14 @@ interface Known {
 async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Known | undefined> {
   const fileRows = Math.min(job.upload.sniffed.estimatedRows, ADDRESS_SET_MAX);
   const limit = Math.min(ADDRESS_SET_MAX - fileRows, fileRows * LOAD_ADDRESSES_PER_ROW);
+  await client.query(HEAP_ORDER);
   const { rows } = await client.query<{ n: number }>(COUNT_TYPE_CONTACTS, [job.ctx.userId, job.typeId, limit + 1]);
   const existing = rows[0].n;
-  if (existing > limit) return undefined;
+  if (existing > limit || existing === 0) {
+    await client.query(HEAP_ORDER_RESET);
+    return existing > limit ? undefined : { set: new AddressSet(fileRows, ADDRESS_SET_MAX) };
+  }
   const set = new AddressSet(existing + fileRows, ADDRESS_SET_MAX);
-  if (existing === 0) return { set };
   const header = await headerOf(job);
   const printed = header ? fingerprintColumns(header) : undefined;
   if (printed) set.withFingerprints();
@@ -346,6 +351,7 @@ async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Known
       rest = text.slice(start);
     }
   });
+  await client.query(HEAP_ORDER_RESET);
   return { set, printed };
 }
 
