@@ -8,7 +8,7 @@ import type { ColumnMap } from './csv-rows';
  *
  * Both sides are written in COPY's text format and hashed alike:
  *
- * - the contact: `COPY (SELECT id, <FINGERPRINT_COLUMNS>) TO STDOUT` — each line after its id is
+ * - the contact: `COPY (SELECT id, <fingerprintColumns>) TO STDOUT` — each line after its id is
  *   the contact's values of the file's columns, tab-separated, escaped by PostgreSQL, `\N` for
  *   NULL; custom values as their JSON text (`custom_fields -> 'id'`);
  * - the row: RowChecker.fingerprintText, the same columns from the checked row, blank cells as

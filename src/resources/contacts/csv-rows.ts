@@ -175,7 +175,7 @@ export class RowChecker {
   /**
    * What the checked row would set on an existing contact, in the file's columns, as the
    * contact's side of its fingerprint is written (contact-fingerprint.ts: COPY's text format,
-   * tab-separated, FINGERPRINT_COLUMNS' order): blank text cells '' and blank alt email,
+   * tab-separated, fingerprintColumns' order): blank text cells '' and blank alt email,
    * country and custom values NULL, which is what a contact holds there when blank. The
    * address needs no escaping: the email rule admits no backslash, tab or line break.
    */
