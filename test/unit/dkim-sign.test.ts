@@ -37,6 +37,16 @@ const messages = [
   // signed header (both are signed, bottom-up); an empty body.
   'From: news@acme.test\r\nTo: ada@example.com\r\nTo:   grace@example.com\r\nSubject:   Hi   there  \r\n\r\n  indented\t\tline\nbare LF line\r\nlast line without CRLF',
   'From: news@acme.test\r\nSubject: empty\r\n\r\n',
+  // Bodies already in relaxed form, hashed as they stand (Herald's own always are): one empty line (an
+  // empty body), empty lines after the last one, no CRLF at the end, a bare CR inside a line.
+  'From: news@acme.test\r\nSubject: one empty line\r\n\r\n\r\n',
+  'From: news@acme.test\r\nSubject: empty lines at the end\r\n\r\nfirst line\r\n\r\n\r\n',
+  'From: news@acme.test\r\nSubject: no CRLF at the end\r\n\r\nfirst line\r\nlast line',
+  'From: news@acme.test\r\nSubject: a bare CR\r\n\r\nbefore\rafter\r\n',
+  // Bodies that are not, each for one reason only: a run of spaces, a space at a line's end, a bare LF.
+  'From: news@acme.test\r\nSubject: spaces\r\n\r\nHello   world\r\n',
+  'From: news@acme.test\r\nSubject: a space at the end of a line\r\n\r\nHello \r\nworld\r\n',
+  'From: news@acme.test\r\nSubject: a bare LF\r\n\r\nHello\nworld\r\n',
 ];
 
 describe('dkimSignatureLine', () => {
