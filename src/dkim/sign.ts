@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import { domainToASCII } from 'node:url';
 import type { Config } from '../config';
-import { ensureKey, privateKeyPem, signingDomain } from './keys';
+import { asciiDomain, ensureKey, privateKeyPem, signingDomain } from './keys';
 
 /**
  * DKIM-signs every message Herald sends (campaigns, automations, verification and notification
@@ -147,18 +146,6 @@ function fold(line: string): string {
   return out.join('\r\n');
 }
 
-const asciiNames = new Map<string, string>();
-
-/** A domain or selector in its ASCII form (IDNA), remembered: a send signs with one domain millions of times. */
-function asciiName(name: string): string {
-  let ascii = asciiNames.get(name);
-  if (ascii === undefined) {
-    if (asciiNames.size >= 1000) asciiNames.clear();
-    asciiNames.set(name, (ascii = domainToASCII(name) || name));
-  }
-  return ascii;
-}
-
 /** The tags of the DKIM-Signature header, in the order mailauth writes them, as `k=v; …`. */
 const tagList = (tags: Record<string, string | number>) =>
   Object.entries(tags)
@@ -199,10 +186,10 @@ export function dkimSignatureLine(raw: string, key: { domain: string; selector: 
     v: 1,
     a: 'rsa-sha256',
     c: 'relaxed/relaxed',
-    d: asciiName(key.domain),
+    d: asciiDomain(key.domain) || key.domain,
     h: signing.map((h) => h.casedKey).join(': '),
     q: 'dns/txt',
-    s: asciiName(key.selector),
+    s: asciiDomain(key.selector) || key.selector,
     t: Math.floor(signTime.getTime() / 1000),
     bh: bodyHash(raw.slice(end + 4)),
   });
