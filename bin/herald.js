@@ -3,6 +3,12 @@
 // The `herald` command. Runs the compiled CLI (npm install builds it; `npm run build` rebuilds).
 const path = require('node:path');
 const fs = require('node:fs');
+// V8's allocation-site pretenuring off, before anything else runs: when a site's objects happen to
+// survive while the process warms up, V8 allocates every later object of that site straight in the
+// old generation, and a sender's per-message objects made there keep each message's young bytes
+// alive until the next full collection — the "slow-scavenge state" some processes fell into for
+// their whole life (docs/decisions.md, "Delivery: V8's pretenuring off"; bench/README.md, "Send").
+require('node:v8').setFlagsFromString('--no-allocation-site-pretenuring');
 const cli = path.join(__dirname, '..', 'dist', 'src', 'cli.js');
 if (!fs.existsSync(cli)) {
   process.stderr.write('Herald is not built yet: run `npm run build` (npm install does it too).\n');

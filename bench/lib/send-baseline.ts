@@ -21,6 +21,7 @@
  * { type: 'result', ...BaselineResult }.
  */
 import fs from 'node:fs';
+import v8 from 'node:v8';
 import { createPrivateKey } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { dkimSignatureLine } from '../../src/dkim/sign';
@@ -143,6 +144,8 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
 }
 
 if (require.main === module) {
+  // The V8 setting Herald's process runs with (bin/herald.js), so both sides collect garbage alike.
+  v8.setFlagsFromString('--no-allocation-site-pretenuring');
   const params = JSON.parse(fs.readFileSync(process.env.BENCH_BASELINE!, 'utf8')) as BaselineParams;
   run(params).then(
     (result) => process.send!({ type: 'result', ...result }, () => process.exit(0)),
