@@ -48,7 +48,7 @@ import type { BaselineMode } from './lib/send-baseline';
 import { checkSamples, rssSampler } from './lib/send-checks';
 import { machineInfo, withSendBench } from './lib/send-bench';
 import { makeList, suppress, type Fixture } from './lib/send-fixture';
-import { createSend, sendRow, startServe } from './lib/send-herald';
+import { createSend, readSenderDns, sendRow, startServe } from './lib/send-herald';
 import { ask, type Child, cpuMs, machineBusyMs } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
@@ -103,6 +103,7 @@ async function runHerald(c: Client, admin: Client, url: string, sink: Child, por
     herald.child.stderr!.pipe(out);
   }
   try {
+    await readSenderDns(herald.baseUrl, f.account, f.senderId);
     await sinkReset(sink, 20);
     resetPeakRss(herald.pid);
     const rss = rssSampler(herald.pid, () => 'send');

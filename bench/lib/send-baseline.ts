@@ -80,8 +80,9 @@ function variants(p: BaselineParams) {
   return Array.from({ length: VARIANTS }, (_, i) => {
     const token = i.toString(16).padStart(56, '0');
     const to = `${p.prefix}${i}@${p.domain}`;
-    const m = design.render({ email: to, token, fields: { first_name: NAMES[i % NAMES.length], last_name: 'Bench', city: 'Springfield' } }, `<${token}@bench-news.test>`);
-    return { to, token, ...m };
+    const recipient = { email: to, token, fields: { first_name: NAMES[i % NAMES.length], last_name: 'Bench', city: 'Springfield' } };
+    const m = design.render(recipient, `<${token}@bench-news.test>`);
+    return { to, token, ...m, ...design.content(recipient) };
   });
 }
 

@@ -56,6 +56,16 @@ export async function startServe(opts: {
   return Object.assign(child, { baseUrl });
 }
 
+/**
+ * `GET /sender/dns` for the fixture's sender, as a user reads the records to publish before a first
+ * send: the sender was written by SQL (send-fixture.ts), not made through the API, which makes its
+ * domain's DKIM key when the sender is added; this call makes it, so no send pays for the key's
+ * generation.
+ */
+export async function readSenderDns(baseUrl: string, account: Account, senderId: number): Promise<void> {
+  await client(baseUrl, account).get(`/sender/dns?sender_id=${senderId}`);
+}
+
 export const SUBJECT = 'The November issue, ((first_name))';
 export const PREHEADER = 'Hi ((first_name)), here is what happened this month';
 

@@ -1,14 +1,15 @@
 import type { EspProvider } from '../config';
 import { escapeHtml } from '../mail/escape-html';
 import { espHeaderWriter } from '../mail/esp-headers';
-import { headerSafe, messageWriter } from '../mail/mime';
+import { base64Template, headerSafe, messagePiecesWriter, type AsciiBuilder, type MessagePieces } from '../mail/mime';
 import { htmlToText } from '../mail/text';
 import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
 import { withClickPlaceholders } from './links';
 
 /**
- * Rendering: each design is compiled once per send into literal pieces and placeholder
- * names; each recipient then costs a join of strings and a base64 pass (see mime.ts).
+ * Rendering: each design is compiled once per send into literal pieces and holes (what each
+ * placeholder stands for), and its parts' literal text is encoded to base64 once (mime.ts
+ * `base64Template`); each recipient then costs its own values and their encoding.
  * `((name))` is replaced in the subject, preheader, HTML and text; values are HTML-escaped in
  * the HTML; unknown names render empty.
  */
@@ -26,12 +27,6 @@ function split(template: string): Piece[] {
   }
   if (last < template.length) pieces.push(template.slice(last));
   return pieces;
-}
-
-function fill(pieces: Piece[], values: (name: string) => string, escape: boolean): string {
-  let out = '';
-  for (const p of pieces) out += typeof p === 'string' ? p : escape ? escapeHtml(values(p.name)) : values(p.name);
-  return out;
 }
 
 export interface DesignSource {
@@ -69,12 +64,18 @@ export interface RecipientData {
   clickUrl?: (linkId: number) => string;
 }
 
-export interface RenderedMessage {
+/** A recipient's message: its subject, and its MIME text in the two pieces the signing reads (`raw` is both). */
+export interface RenderedMessage extends MessagePieces {
+  subject: string;
+  raw: string;
+  messageId: string;
+}
+
+/** A recipient's subject and parts as text (what a preview shows, or another writer would encode). */
+export interface RenderedContent {
   subject: string;
   html: string;
   text: string;
-  raw: string;
-  messageId: string;
 }
 
 const FOOTER = `
@@ -109,21 +110,166 @@ function withPreheaderAndPixel(html: string): string {
 
 export interface CompiledDesign {
   render(r: RecipientData, messageId: string): RenderedMessage;
+  content(r: RecipientData): RenderedContent;
 }
 
 const CLICK = '__click_';
 
+/**
+ * What a placeholder stands for, decided once per design: names the design cannot change
+ * (the sender's) become literal text; the others say where a recipient's value comes from.
+ */
+type Hole =
+  | { kind: 'email' | 'fullname' | 'unsubscribe' | 'pixel' | 'preheader' }
+  | { kind: 'click'; id: number; url: string }
+  | { kind: 'field'; reserved?: ReservedName; custom: string[] };
+
+/** Pieces with their placeholders resolved as far as the design allows: literal text, or a hole. */
+type Resolved = Array<string | Hole>;
+
+interface DesignContext {
+  base: string;
+  fromName: string;
+  senderAddress: string;
+  urlById: Map<number, string>;
+  /** Custom field ids by lower-cased name, in the account's order (the last with a value wins). */
+  customIds: Map<string, string[]>;
+}
+
+/** `escape`: the pieces are HTML, so the sender's name and address go in escaped (values are escaped as they are filled). */
+function resolvePieces(pieces: Piece[], ctx: DesignContext, escape: boolean): Resolved {
+  const out: Resolved = [];
+  const literal = (text: string) => {
+    if (typeof out[out.length - 1] === 'string') out[out.length - 1] += text;
+    else out.push(text);
+  };
+  for (const p of pieces) {
+    if (typeof p === 'string') {
+      literal(p);
+      continue;
+    }
+    switch (p.name) {
+      case 'sender_name':
+        literal(escape ? escapeHtml(ctx.fromName) : ctx.fromName);
+        break;
+      case 'sender_address':
+        literal(escape ? escapeHtml(ctx.senderAddress) : ctx.senderAddress);
+        break;
+      case 'unsubscribe_preferences':
+        out.push({ kind: 'unsubscribe' });
+        break;
+      case 'email':
+        out.push({ kind: 'email' });
+        break;
+      case 'fullname':
+        out.push({ kind: 'fullname' });
+        break;
+      case '__pixel':
+        out.push({ kind: 'pixel' });
+        break;
+      case '__preheader':
+        out.push({ kind: 'preheader' });
+        break;
+      default: {
+        const url = p.name.startsWith(CLICK) ? ctx.urlById.get(Number(p.name.slice(CLICK.length))) : undefined;
+        if (url !== undefined) out.push({ kind: 'click', id: Number(p.name.slice(CLICK.length)), url });
+        else {
+          const reserved = RESERVED_PLACEHOLDERS.has(p.name) ? (p.name as ReservedName) : undefined;
+          const custom = ctx.customIds.get(p.name) ?? [];
+          if (reserved || custom.length) out.push({ kind: 'field', reserved, custom });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** One recipient's values of a design's holes. */
+class Values {
+  private unsubscribeUrl?: string;
+
+  constructor(
+    private readonly ctx: DesignContext,
+    private readonly r: RecipientData,
+    private readonly preheader: Resolved,
+  ) {}
+
+  unsubscribe(): string {
+    return (this.unsubscribeUrl ??= `${this.ctx.base}/unsubscribe/${this.r.token}`);
+  }
+
+  of(hole: Hole): string {
+    const r = this.r;
+    switch (hole.kind) {
+      case 'unsubscribe':
+        return this.unsubscribe();
+      case 'email':
+        return r.email;
+      case 'fullname':
+        return `${r.fields.first_name ?? ''} ${r.fields.last_name ?? ''}`.trim();
+      case 'pixel':
+        return `${this.ctx.base}/t/open/${r.token}.gif`;
+      case 'preheader':
+        return this.text(this.preheader);
+      case 'click':
+        return r.clickUrl ? r.clickUrl(hole.id) : hole.url;
+      case 'field': {
+        const v = hole.reserved ? r.fields[hole.reserved] : undefined;
+        if (v !== undefined && v !== null) return String(v);
+        for (let i = hole.custom.length - 1; i >= 0; i--) {
+          const c = r.custom?.[hole.custom[i]];
+          if (c !== undefined && c !== null) return String(c);
+        }
+        return '';
+      }
+    }
+  }
+
+  text(pieces: Resolved): string {
+    let out = '';
+    for (const p of pieces) out += typeof p === 'string' ? p : this.of(p);
+    return out;
+  }
+
+  html(pieces: Resolved): string {
+    let out = '';
+    for (const p of pieces) out += typeof p === 'string' ? p : escapeHtml(this.of(p));
+    return out;
+  }
+
+  /** The hole values of pieces, in order (HTML-escaped when `escape`). */
+  holes(pieces: Resolved, escape: boolean): string[] {
+    const out: string[] = [];
+    for (const p of pieces) if (typeof p !== 'string') out.push(escape ? escapeHtml(this.of(p)) : this.of(p));
+    return out;
+  }
+}
+
+/** A body part in base64 for a recipient: its literal text encoded once (base64Template). */
+function encodedPart(pieces: Resolved, escape: boolean): (values: Values, out: AsciiBuilder) => void {
+  const write = base64Template(pieces.map((p) => (typeof p === 'string' ? p : null)));
+  return (values, out) => write(values.holes(pieces, escape), out);
+}
+
 export function compileDesign(src: DesignSource): CompiledDesign {
   const urlById = new Map([...(src.links ?? [])].map(([url, id]) => [id, url]));
+  const customIds = new Map<string, string[]>();
+  for (const [id, name] of src.customFields) {
+    const key = name.toLowerCase();
+    customIds.set(key, [...(customIds.get(key) ?? []), id]);
+  }
+  const ctx: DesignContext = { base: src.publicUrl, fromName: src.fromName, senderAddress: src.senderAddress, urlById, customIds };
   const html = withFooter(urlById.size ? withClickPlaceholders(src.html, src.publicUrl, src.links!) : src.html);
   // The text part is derived once from the design; placeholders survive as plain text.
-  const text = split(htmlToText(html));
-  const htmlPieces = split(withPreheaderAndPixel(html));
-  const subject = split(src.subject);
-  const preheader = split(src.preheader);
-  const base = src.publicUrl;
+  const text = resolvePieces(split(htmlToText(html)), ctx, false);
+  const htmlPieces = resolvePieces(split(withPreheaderAndPixel(html)), ctx, true);
+  const subject = resolvePieces(split(src.subject), ctx, false);
+  // The preheader cannot hold itself (it would never end).
+  const preheader = resolvePieces(split(src.preheader), ctx, false).filter((p) => typeof p === 'string' || p.kind !== 'preheader');
+  const textPart = encodedPart(text, false);
+  const htmlPart = encodedPart(htmlPieces, true);
   const espHeaders = espHeaderWriter(src.espMetadataHeaders ?? []);
-  const write = messageWriter({
+  const write = messagePiecesWriter({
     from: { name: src.fromName, email: src.fromEmail },
     replyTo: src.replyTo,
     headers: { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
@@ -131,55 +277,24 @@ export function compileDesign(src: DesignSource): CompiledDesign {
 
   return {
     render(r, messageId) {
-      const unsubscribeUrl = `${base}/unsubscribe/${r.token}`;
-      const custom = r.custom ?? {};
-      const byName = new Map<string, string>();
-      for (const [id, name] of src.customFields) {
-        const v = custom[id];
-        if (v !== undefined && v !== null) byName.set(name.toLowerCase(), String(v));
-      }
-      const values = (name: string): string => {
-        switch (name) {
-          case 'sender_name':
-            return src.fromName;
-          case 'sender_address':
-            return src.senderAddress;
-          case 'unsubscribe_preferences':
-            return unsubscribeUrl;
-          case 'email':
-            return r.email;
-          case 'fullname':
-            return `${r.fields.first_name ?? ''} ${r.fields.last_name ?? ''}`.trim();
-          case '__pixel':
-            return `${base}/t/open/${r.token}.gif`;
-          case '__preheader':
-            return fill(preheader, values, false);
-          default: {
-            if (name.startsWith(CLICK)) {
-              const id = Number(name.slice(CLICK.length));
-              const url = urlById.get(id);
-              if (url !== undefined) return r.clickUrl ? r.clickUrl(id) : url;
-            }
-            const v = RESERVED_PLACEHOLDERS.has(name) ? r.fields[name as ReservedName] : undefined;
-            if (v !== undefined && v !== null) return String(v);
-            return byName.get(name) ?? '';
-          }
-        }
-      };
-      const renderedSubject = headerSafe(fill(subject, values, false));
-      const renderedHtml = fill(htmlPieces, values, true);
-      const renderedText = fill(text, values, false);
-      const raw = write({
-        to: { email: r.email },
-        subject: renderedSubject,
-        html: renderedHtml,
-        text: renderedText,
-        messageId,
-        headers: espHeaders
-          ? { 'List-Unsubscribe': `<${unsubscribeUrl}>`, ...espHeaders(r.token) }
-          : { 'List-Unsubscribe': `<${unsubscribeUrl}>` },
-      });
-      return { subject: renderedSubject, html: renderedHtml, text: renderedText, raw, messageId };
+      const values = new Values(ctx, r, preheader);
+      const renderedSubject = headerSafe(values.text(subject));
+      const list = `<${values.unsubscribe()}>`;
+      const { head, body } = write(
+        {
+          to: { email: r.email },
+          subject: renderedSubject,
+          messageId,
+          headers: espHeaders ? { 'List-Unsubscribe': list, ...espHeaders(r.token) } : { 'List-Unsubscribe': list },
+        },
+        (out) => textPart(values, out),
+        (out) => htmlPart(values, out),
+      );
+      return { subject: renderedSubject, head, body, raw: `${head}\r\n${body}`, messageId };
+    },
+    content(r) {
+      const values = new Values(ctx, r, preheader);
+      return { subject: headerSafe(values.text(subject)), html: values.html(htmlPieces), text: values.text(text) };
     },
   };
 }

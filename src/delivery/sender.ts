@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { secret } from '../db/secrets';
-import { signMessage } from '../dkim/sign';
+import { signPieces } from '../dkim/sign';
 import type { Logger } from '../logger';
 import { clickSigner, recipientToken } from '../recipient-token';
 import { verpAddress } from '../bounces/verp';
@@ -191,8 +191,8 @@ export class Sender {
     // Made on the message's first tracked link (a design without links never pays for it).
     let sign: ((linkId: number) => string) | undefined;
     const clickUrl = (linkId: number) => `${config.publicUrl}/t/click/${(sign ??= clickSigner(key, { deliveryId: row.id, userId: row.user_id }))(linkId)}`;
-    const unsigned = design.compiled.render(recipientData(row, token, clickUrl), messageId).raw;
-    return signMessage(this.deps.db, config, row.user_id, design.fromEmail, unsigned);
+    const unsigned = design.compiled.render(recipientData(row, token, clickUrl), messageId);
+    return signPieces(this.deps.db, config, row.user_id, design.fromEmail, unsigned);
   }
 
   /** One message: render, send, and what came of it. Never throws (a failure is an outcome). */

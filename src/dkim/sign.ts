@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import type { Config } from '../config';
+import type { MessagePieces } from '../mail/mime';
 import { asciiDomain, ensureKey, privateKeyPem, signingDomain } from './keys';
 
 /**
@@ -175,11 +176,23 @@ function signatureHeader(tags: string, b: string): string {
  * on the other cores while the main thread renders and talks SMTP (docs/decisions.md, "DKIM
  * and sender DNS"). RSASSA-PKCS1-v1_5 is deterministic: the same bytes as signing inline.
  */
-export function dkimSignatureLine(raw: string, key: { domain: string; selector: string; key: KeyObject }, signTime = new Date()): Promise<string> {
+export function dkimSignatureLine(raw: string, key: SigningKey, signTime = new Date()): Promise<string> {
   const end = raw.indexOf('\r\n\r\n');
   if (end < 0) return Promise.reject(new Error('DKIM signing failed: the message has no body'));
+  return dkimSignatureLineOf({ head: raw.slice(0, end + 2), body: raw.slice(end + 4) }, key, signTime);
+}
+
+/** The key a message is signed with, and the domain and selector its signature names. */
+export interface SigningKey {
+  domain: string;
+  selector: string;
+  key: KeyObject;
+}
+
+/** dkimSignatureLine for a message given as its header block (each line ending in CRLF) and its body (src/mail/mime.ts `MessagePieces`). */
+export function dkimSignatureLineOf(message: MessagePieces, key: SigningKey, signTime = new Date()): Promise<string> {
   const wanted = SIGNED_HEADER_KEYS;
-  const signing = parseHeaders(raw.slice(0, end + 2))
+  const signing = parseHeaders(message.head)
     .filter((h) => wanted.has(h.key))
     .reverse();
   const tags = tagList({
@@ -191,7 +204,7 @@ export function dkimSignatureLine(raw: string, key: { domain: string; selector: 
     q: 'dns/txt',
     s: asciiDomain(key.selector) || key.selector,
     t: Math.floor(signTime.getTime() / 1000),
-    bh: bodyHash(raw.slice(end + 4)),
+    bh: bodyHash(message.body),
   });
   // The signed text: the signed headers and this header with an empty b=, relaxed (so unfolded:
   // folding it first, as it will be sent, changes nothing here).
@@ -223,4 +236,19 @@ export async function signMessage(
 ): Promise<string> {
   const key = await keyFor(db, config, userId, signingDomain(from));
   return (await dkimSignatureLine(raw, key)) + raw;
+}
+
+/**
+ * signMessage for a message in the two pieces a campaign's renderer writes (src/mail/mime.ts
+ * `MessagePieces`): signed as they are, without joining them into one string first.
+ */
+export async function signPieces(
+  db: Knex,
+  config: Pick<Config, 'masterKey' | 'dataDir'>,
+  userId: number | null,
+  from: string,
+  message: MessagePieces,
+): Promise<string> {
+  const key = await keyFor(db, config, userId, signingDomain(from));
+  return `${await dkimSignatureLineOf(message, key)}${message.head}\r\n${message.body}`;
 }

@@ -75,24 +75,127 @@ export function formatAddress(a: Address): string {
 }
 
 /**
- * UTF-8 bytes of a part are written into one reused buffer rather than a new one per part:
- * a campaign's parts are tens of kilobytes each, and allocating (and later collecting) that
- * much outside the JS heap for every message showed as a saw-tooth of resident memory.
+ * ASCII written into one reused buffer and read back as one flat string: a message body built
+ * this way is one copy, where joining its lines as strings made a tree of thousands of pieces that
+ * the signing's first search then had to flatten (≈ 6 µs a message, `perf`, bench/README.md "Send").
+ * One at a time: the buffer is reused by the next message.
  */
-let scratch = Buffer.allocUnsafe(64 * 1024);
+export class AsciiBuilder {
+  private buf: Buffer = Buffer.allocUnsafe(32 * 1024);
+  private n = 0;
 
-/** Base64 in 76-character lines (RFC 2045). Appending slices beat an array join by half. */
-export function base64Lines(content: string): string {
-  // At most 3 bytes of UTF-8 per UTF-16 code unit.
-  if (content.length * 3 > scratch.length) scratch = Buffer.allocUnsafe(content.length * 3);
-  const n = scratch.write(content, 0, 'utf8');
-  const b64 = scratch.toString('base64', 0, n);
-  let out = '';
-  for (let i = 0; i < b64.length; i += 76) {
-    if (i) out += '\r\n';
-    out += b64.slice(i, i + 76);
+  reset(): this {
+    this.n = 0;
+    return this;
   }
-  return out;
+
+  private room(extra: number): void {
+    if (this.n + extra > this.buf.length) this.buf = grown(this.buf, this.n, extra);
+  }
+
+  /** ASCII text (a string with any other character would be written wrong: callers write base64 and headers they made). */
+  text(s: string): this {
+    this.room(s.length);
+    this.n += this.buf.write(s, this.n, 'latin1');
+    return this;
+  }
+
+  bytes(b: Buffer): this {
+    this.room(b.length);
+    this.n += b.copy(this.buf, this.n);
+    return this;
+  }
+
+  /** Base64 in lines of at most 76 characters, the first starting on a new line unless nothing was written. */
+  base64Lines(b64: string): this {
+    for (let i = 0; i < b64.length; i += 76) this.lineBreak().text(i === 0 && b64.length <= 76 ? b64 : b64.slice(i, i + 76));
+    return this;
+  }
+
+  /** CRLF, unless the builder is empty or already at the start of a line. */
+  lineBreak(): this {
+    if (this.n > 0 && this.buf[this.n - 1] !== 10) this.text('\r\n');
+    return this;
+  }
+
+  string(): string {
+    return this.buf.toString('latin1', 0, this.n);
+  }
+}
+
+/** A literal piece of a template, encoded ahead in three forms (see base64Template). */
+interface Literal {
+  bytes: Buffer;
+  /** By `skip` (0, 1, 2): the lines of bytes[skip … skip + 3k], k as large as the piece allows, as ASCII; none for a short literal. */
+  lines?: [Buffer, Buffer, Buffer];
+  /** By `skip`: the 0–2 bytes after those, which go on with what follows. */
+  tails?: [Buffer, Buffer, Buffer];
+}
+
+/** Literals shorter than this are copied with the values around them rather than encoded ahead. */
+const MIN_ENCODED_LITERAL = 48;
+
+let pending: Buffer = Buffer.allocUnsafe(4 * 1024);
+
+/**
+ * A body part made of literal pieces and values (`null` slots, filled in order), in base64,
+ * written for many recipients: each literal is encoded once, in three forms — starting 0, 1 or 2
+ * bytes in — so that whatever the byte length of the values before it, one form carries on the
+ * base64 where they end; a recipient's part then costs the encoding of its own values and up to
+ * two bytes either side of each, and the copying of lines, where base64Lines would encode the
+ * whole part (its HTML is kilobytes, its values tens of bytes).
+ *
+ * The lines are those of RFC 2045 §6.8: at most 76 characters, and each holds whole groups of four
+ * (three bytes), so a decoder that reads line by line reads the same bytes as one that joins
+ * them. Unlike base64Lines' they are not all 76 long: a value's bytes, with the ones either side,
+ * make a line (or lines) of their own, and the next literal's lines start after it. The part is
+ * written into `out`, starting on a line of its own.
+ */
+export function base64Template(pieces: ReadonlyArray<string | null>): (values: readonly string[], out: AsciiBuilder) => void {
+  const parts: Array<Literal | null> = pieces.map((p) => {
+    if (p === null) return null;
+    const bytes = Buffer.from(p, 'utf8');
+    if (bytes.length < MIN_ENCODED_LITERAL) return { bytes };
+    const form = (skip: number): [Buffer, Buffer] => {
+      const end = skip + Math.floor((bytes.length - skip) / 3) * 3;
+      return [Buffer.from(new AsciiBuilder().base64Lines(bytes.toString('base64', skip, end)).string(), 'latin1'), bytes.subarray(end)];
+    };
+    const [f0, f1, f2] = [form(0), form(1), form(2)];
+    return { bytes, lines: [f0[0], f1[0], f2[0]], tails: [f0[1], f1[1], f2[1]] };
+  });
+
+  return (values, out) => {
+    let n = 0;
+    let next = 0;
+    for (const part of parts) {
+      if (part === null) {
+        const value = values[next++] ?? '';
+        // At most 3 bytes of UTF-8 per UTF-16 code unit.
+        if (n + value.length * 3 > pending.length) pending = grown(pending, n, value.length * 3);
+        n += pending.write(value, n, 'utf8');
+      } else if (!part.lines || !part.tails) {
+        if (n + part.bytes.length > pending.length) pending = grown(pending, n, part.bytes.length);
+        n += part.bytes.copy(pending, n);
+      } else {
+        // The bytes that complete the pending group come from the literal; its form then starts after them.
+        const skip = (3 - (n % 3)) % 3;
+        if (n + skip > pending.length) pending = grown(pending, n, skip);
+        for (let i = 0; i < skip; i++) pending[n++] = part.bytes[i];
+        if (n) out.base64Lines(pending.toString('base64', 0, n));
+        if (part.lines[skip].length) out.lineBreak().bytes(part.lines[skip]);
+        const tail = part.tails[skip];
+        for (n = 0; n < tail.length; n++) pending[n] = tail[n];
+      }
+    }
+    if (n) out.base64Lines(pending.toString('base64', 0, n));
+  };
+}
+
+/** A copy of the first `n` bytes of `buffer` in one with room for `extra` more. */
+function grown(buffer: Buffer, n: number, extra: number): Buffer {
+  const bigger = Buffer.allocUnsafe(Math.max(buffer.length * 2, n + extra));
+  buffer.copy(bigger, 0, 0, n);
+  return bigger;
 }
 
 export function newBoundary(): string {
@@ -136,25 +239,66 @@ function rfc5322Date(date?: Date): string {
   return dateText;
 }
 
+/** What each recipient's header block has of its own (`headers` go right after MIME-Version). */
+export type HeadParts = Omit<VariableParts, 'text' | 'html'>;
+
+/**
+ * A message in two pieces, as the sender signs it: the header block (each line ending in CRLF)
+ * and the body; the message is `${head}\r\n${body}`.
+ */
+export interface MessagePieces {
+  head: string;
+  body: string;
+}
+
+/** Writes a part's base64 lines into the body being built. */
+export type PartWriter = (out: AsciiBuilder) => void;
+
+/** The builder every body is written into (one at a time: see AsciiBuilder). */
+const bodies = new AsciiBuilder();
+
 /**
  * A writer for many messages that share sender, boundary and fixed headers: those are
- * formatted once, so a recipient's message costs its own headers, two base64 passes and one
- * concatenation. Headers in this order: From, To, Reply-To, Subject, Date, Message-ID,
- * MIME-Version, the per-message headers, the fixed ones, Content-Type.
+ * formatted once, so a recipient's message costs its own headers, and its body the writing of
+ * its parts' lines (given as writers: base64Template's, or base64Lines of a whole text). Headers
+ * in this order: From, To, Reply-To, Subject, Date, Message-ID, MIME-Version, the per-message
+ * headers, the fixed ones, Content-Type.
  */
-export function messageWriter(fixed: FixedParts): (v: VariableParts) => string {
+export function messagePiecesWriter(fixed: FixedParts): (v: HeadParts, text: PartWriter, html: PartWriter) => MessagePieces {
   const boundary = fixed.boundary ?? newBoundary();
   const from = `From: ${formatAddress(fixed.from)}\r\n`;
   const replyTo = fixed.replyTo ? `Reply-To: ${headerSafe(fixed.replyTo)}\r\n` : '';
-  const fixedTail = `${headerLines(fixed.headers)}Content-Type: multipart/alternative; boundary="${boundary}"\r\n\r\n`;
+  const fixedTail = `${headerLines(fixed.headers)}Content-Type: multipart/alternative; boundary="${boundary}"\r\n`;
   const part = (type: string) => `--${boundary}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n`;
   const textOpen = part('text/plain');
   const htmlOpen = `\r\n${part('text/html')}`;
   const close = `\r\n--${boundary}--\r\n`;
-  return (v) =>
-    `${from}To: ${formatAddress(v.to)}\r\n${replyTo}Subject: ${encodeWord(v.subject)}\r\nDate: ${rfc5322Date(v.date)}\r\n` +
-    `Message-ID: ${headerSafe(v.messageId)}\r\nMIME-Version: 1.0\r\n${headerLines(v.headers)}${fixedTail}` +
-    `${textOpen}${base64Lines(v.text)}${htmlOpen}${base64Lines(v.html)}${close}`;
+  return (v, text, html) => {
+    const head =
+      `${from}To: ${formatAddress(v.to)}\r\n${replyTo}Subject: ${encodeWord(v.subject)}\r\nDate: ${rfc5322Date(v.date)}\r\n` +
+      `Message-ID: ${headerSafe(v.messageId)}\r\nMIME-Version: 1.0\r\n${headerLines(v.headers)}${fixedTail}`;
+    bodies.reset().text(textOpen);
+    text(bodies);
+    bodies.text(htmlOpen);
+    html(bodies);
+    return { head, body: bodies.text(close).string() };
+  };
+}
+
+/** A whole text's part writer: its UTF-8 in base64 lines of 76 characters. */
+const wholePart =
+  (content: string): PartWriter =>
+  (out) => {
+    out.base64Lines(Buffer.from(content, 'utf8').toString('base64'));
+  };
+
+/** As messagePiecesWriter, for parts given as text, and the message as one string. */
+export function messageWriter(fixed: FixedParts): (v: VariableParts) => string {
+  const write = messagePiecesWriter(fixed);
+  return ({ text, html, ...v }) => {
+    const { head, body } = write(v, wholePart(text), wholePart(html));
+    return `${head}\r\n${body}`;
+  };
 }
 
 export function buildMessage(m: MessageParts): string {

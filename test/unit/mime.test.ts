@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { simpleParser } from 'mailparser';
-import { base64Lines, buildMessage, encodeWord, formatAddress, headerSafe, type MessageParts } from '../../src/mail/mime';
+import { AsciiBuilder, base64Template, buildMessage, encodeWord, formatAddress, headerSafe, type MessageParts } from '../../src/mail/mime';
 
 /**
  * The MIME writer every campaign message goes through (src/mail/mime.ts): what it writes
@@ -135,21 +135,66 @@ describe('header values', () => {
   });
 });
 
-describe('base64Lines', () => {
+/** Base64 lines as a line-by-line decoder reads them: each line decoded on its own, the bytes joined. */
+const decodeLines = (out: string) => Buffer.concat(out.split('\r\n').map((l) => Buffer.from(l, 'base64'))).toString('utf8');
+
+describe('AsciiBuilder.base64Lines', () => {
+  const lines = (s: string) => new AsciiBuilder().base64Lines(Buffer.from(s, 'utf8').toString('base64')).string();
+
   it('writes 76-character lines joined by CRLF that decode to the UTF-8 of the input', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 2000 }), (s) => {
-        const out = base64Lines(s);
-        const lines = out === '' ? [] : out.split('\r\n');
-        for (const l of lines.slice(0, -1)) expect(l).toHaveLength(76);
-        expect((lines.at(-1) ?? '').length).toBeLessThanOrEqual(76);
-        expect(Buffer.from(lines.join(''), 'base64').toString('utf8')).toBe(s);
+        const out = lines(s);
+        const all = out === '' ? [] : out.split('\r\n');
+        for (const l of all.slice(0, -1)) expect(l).toHaveLength(76);
+        expect((all.at(-1) ?? '').length).toBeLessThanOrEqual(76);
+        expect(Buffer.from(all.join(''), 'base64').toString('utf8')).toBe(s);
       }),
     );
-    expect(base64Lines('')).toBe('');
-    // Larger than the writer's reused buffer: it grows, and a short part after it is still exact.
+    expect(lines('')).toBe('');
+    // Larger than the builder's first buffer: it grows, and a short part after it is still exact.
     const big = 'Zürich ✓ '.repeat(20_000);
-    expect(Buffer.from(base64Lines(big).replace(/\r\n/g, ''), 'base64').toString('utf8')).toBe(big);
-    expect(Buffer.from(base64Lines('ü'), 'base64').toString('utf8')).toBe('ü');
+    expect(Buffer.from(lines(big).replace(/\r\n/g, ''), 'base64').toString('utf8')).toBe(big);
+    expect(lines('ü')).toBe(Buffer.from('ü').toString('base64'));
+  });
+});
+
+describe('base64Template', () => {
+  const piece = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.constant(null));
+
+  it('writes what base64 of the filled-in text decodes to, in lines of at most 76 characters of whole groups, for any values', () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }), fc.array(fc.string({ unit: 'grapheme', maxLength: 120 }), { maxLength: 12 }), (pieces, values) => {
+        const write = base64Template(pieces);
+        const out = new AsciiBuilder();
+        write(values, out);
+        const text = out.string();
+        let next = 0;
+        const expected = pieces.map((p) => (p === null ? (values[next++] ?? '') : p)).join('');
+        expect(Buffer.from(text.replace(/\r\n/g, ''), 'base64').toString('utf8')).toBe(expected);
+        // A decoder that reads line by line reads the same: every line is whole groups of four.
+        expect(decodeLines(text)).toBe(expected);
+        for (const line of text === '' ? [] : text.split('\r\n')) {
+          expect(line.length).toBeGreaterThan(0);
+          expect(line.length).toBeLessThanOrEqual(76);
+          expect(line.length % 4).toBe(0);
+          expect(line).toMatch(/^[A-Za-z0-9+/]+=*$/);
+        }
+      }),
+    );
+  });
+
+  it('is the same for every recipient and every order of recipients (its buffers are reused)', () => {
+    const html = `<p>${'Grüße aus Zürich ✓ '.repeat(40)}</p>`;
+    const write = base64Template([html, null, html.slice(7), null, '!']);
+    const once = (values: string[]) => {
+      const out = new AsciiBuilder();
+      write(values, out);
+      return decodeLines(out.string());
+    };
+    const a = once(['Ada', 'https://h.test/x']);
+    once(['Søren Kierkegaard '.repeat(300), '']);
+    expect(once(['Ada', 'https://h.test/x'])).toBe(a);
+    expect(a).toBe(`${html}Ada${html.slice(7)}https://h.test/x!`);
   });
 });
