@@ -76,7 +76,7 @@ export function formatAddress(a: Address): string {
 
 /**
  * ASCII written into one reused buffer and read back as one flat string: a message body built
- * this way is one copy, where joining its lines as strings made a tree of thousands of pieces that
+ * this way is one copy, where joining its lines as strings made a tree of hundreds of pieces that
  * the signing's first search then had to flatten (≈ 6 µs a message, `perf`, bench/README.md "Send").
  * One at a time: the buffer is reused by the next message.
  */
@@ -142,12 +142,12 @@ let pending: Buffer = Buffer.allocUnsafe(4 * 1024);
  * written for many recipients: each literal is encoded once, in three forms — starting 0, 1 or 2
  * bytes in — so that whatever the byte length of the values before it, one form carries on the
  * base64 where they end; a recipient's part then costs the encoding of its own values and up to
- * two bytes either side of each, and the copying of lines, where base64Lines would encode the
- * whole part (its HTML is kilobytes, its values tens of bytes).
+ * two bytes either side of each, and the copying of lines, where encoding the whole part would
+ * cost all of its bytes again (its HTML is kilobytes, its values tens of bytes).
  *
  * The lines are those of RFC 2045 §6.8: at most 76 characters, and each holds whole groups of four
  * (three bytes), so a decoder that reads line by line reads the same bytes as one that joins
- * them. Unlike base64Lines' they are not all 76 long: a value's bytes, with the ones either side,
+ * them. Unlike a whole part's lines they are not all 76 long: a value's bytes, with the ones either side,
  * make a line (or lines) of their own, and the next literal's lines start after it. The part is
  * written into `out`, starting on a line of its own.
  */
