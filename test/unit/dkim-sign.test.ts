@@ -1,24 +1,14 @@
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { dkimSign } from 'mailauth/lib/dkim/sign';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { dkimSignatureLine, SIGNED_HEADERS } from '../../src/dkim/sign';
 import { messageWriter } from '../../src/mail/mime';
+import { testDkimKey } from '../helpers/dkim-key';
 
 /**
  * Herald's signing path (mailauth's steps, a parsed key) against mailauth itself: the same body
  * hash and header list as its dkimSign, and a signature its dkimVerify passes.
  */
-const pair = generateKeyPairSync('rsa', {
-  modulusLength: 2048,
-  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  publicKeyEncoding: { type: 'spki', format: 'der' },
-});
-const key = { domain: 'acme.test', selector: 'herald2026111', key: createPrivateKey(pair.privateKey) };
-const record = `v=DKIM1; k=rsa; p=${pair.publicKey.toString('base64')}`;
-const resolver = async (name: string) => {
-  if (name !== 'herald2026111._domainkey.acme.test') throw Object.assign(new Error('NXDOMAIN'), { code: 'ENOTFOUND' });
-  return [[record.slice(0, 255), record.slice(255)]];
-};
+const { key, privateKeyPem, resolver } = testDkimKey('acme.test', 'herald2026111');
 
 const write = messageWriter({ from: { name: 'Acme Ünïcode', email: 'news@acme.test' }, replyTo: 'reply@acme.test', headers: { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } });
 const messages = [
@@ -59,7 +49,7 @@ describe('dkimSignatureLine', () => {
       canonicalization: 'relaxed/relaxed',
       algorithm: 'rsa-sha256',
       headerList: SIGNED_HEADERS,
-      signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: pair.privateKey }],
+      signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: privateKeyPem }],
     } as never);
     const tag = (text: string, name: string) => new RegExp(`[;\\s]${name}=([^;]+)`).exec(text)?.[1].replace(/\s+/g, '');
     expect(tag(line, 'bh')).toBe(tag(theirs.signatures, 'bh'));
@@ -85,7 +75,7 @@ describe('dkimSignatureLine', () => {
           algorithm: 'rsa-sha256',
           headerList: SIGNED_HEADERS,
           signTime,
-          signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: pair.privateKey }],
+          signatureData: [{ signingDomain: 'acme.test', selector: 'herald2026111', privateKey: privateKeyPem }],
         } as never),
       ),
     );

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { simpleParser } from 'mailparser';
 import { compileDesign, type DesignSource, type RecipientData } from '../../src/delivery/render';
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { dkimSignatureLine, dkimSignatureLineOf } from '../../src/dkim/sign';
+import { testDkimKey } from '../helpers/dkim-key';
 
 /**
  * A compiled design's messages (src/delivery/render.ts): each part's literal text is encoded once
@@ -78,17 +78,7 @@ describe('compileDesign', () => {
   });
 
   it('is signed in its two pieces as the whole message would be, and the signature verifies (mailauth)', async () => {
-    const pair = generateKeyPairSync('rsa', {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-      publicKeyEncoding: { type: 'spki', format: 'der' },
-    });
-    const key = { domain: 'acme.test', selector: 'sel1', key: createPrivateKey(pair.privateKey) };
-    const record = `v=DKIM1; k=rsa; p=${pair.publicKey.toString('base64')}`;
-    const resolver = async (name: string) => {
-      if (name !== 'sel1._domainkey.acme.test') throw Object.assign(new Error('NXDOMAIN'), { code: 'ENOTFOUND' });
-      return [[record.slice(0, 255), record.slice(255)]];
-    };
+    const { key, resolver } = testDkimKey('acme.test', 'sel1');
     const at = new Date('2026-11-27T10:00:00Z');
     for (const [i, first] of ['Ada', 'Zoë', '', 'José María'].entries()) {
       const message = design().render(recipient(first, 'starter', i + 1), `<m${i}@acme.test>`);
