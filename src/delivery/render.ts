@@ -124,6 +124,15 @@ type Hole =
   | { kind: 'click'; id: number; url: string }
   | { kind: 'field'; reserved?: ReservedName; custom: string[] };
 
+/** Placeholders whose value comes from the recipient's row alone, by name. */
+const SIMPLE_HOLES = new Map<string, 'email' | 'fullname' | 'unsubscribe' | 'pixel' | 'preheader'>([
+  ['unsubscribe_preferences', 'unsubscribe'],
+  ['email', 'email'],
+  ['fullname', 'fullname'],
+  ['__pixel', 'pixel'],
+  ['__preheader', 'preheader'],
+]);
+
 /** Pieces with their placeholders resolved as far as the design allows: literal text, or a hole. */
 type Resolved = Array<string | Hole>;
 
@@ -155,22 +164,12 @@ function resolvePieces(pieces: Piece[], ctx: DesignContext, escape: boolean): Re
       case 'sender_address':
         literal(escape ? escapeHtml(ctx.senderAddress) : ctx.senderAddress);
         break;
-      case 'unsubscribe_preferences':
-        out.push({ kind: 'unsubscribe' });
-        break;
-      case 'email':
-        out.push({ kind: 'email' });
-        break;
-      case 'fullname':
-        out.push({ kind: 'fullname' });
-        break;
-      case '__pixel':
-        out.push({ kind: 'pixel' });
-        break;
-      case '__preheader':
-        out.push({ kind: 'preheader' });
-        break;
       default: {
+        const simple = SIMPLE_HOLES.get(p.name);
+        if (simple) {
+          out.push({ kind: simple });
+          break;
+        }
         const url = p.name.startsWith(CLICK) ? ctx.urlById.get(Number(p.name.slice(CLICK.length))) : undefined;
         if (url !== undefined) out.push({ kind: 'click', id: Number(p.name.slice(CLICK.length)), url });
         else {
