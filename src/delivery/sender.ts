@@ -208,7 +208,7 @@ export class Sender {
       if (config.sendRate > 0) await throttle.take();
       // VERP: the envelope sender names the message, so a bounce names it too (the From header is unchanged).
       const from = config.bounceDomain ? verpAddress(config.bounceDomain, token) : design.fromEmail;
-      await mailer.send({ from, to: row.email, raw, messageId });
+      await mailer.send({ from, to: row.email, raw });
       return { status: DeliveryStatus.Sent, messageId };
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.

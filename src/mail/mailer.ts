@@ -1,21 +1,21 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
 import type { Config } from '../config';
+import { SmtpPool } from './smtp-pool';
 
 /** One message on its way out: the SMTP envelope and the raw MIME bytes. */
 export interface OutgoingMail {
   from: string;
   to: string;
   raw: string;
-  /** The Message-ID the raw message carries (nodemailer would otherwise draw one to report back). */
-  messageId?: string;
 }
 
 /**
- * Why a message was not accepted. `permanent` (SMTP 5xx) counts as a bounce and is never
- * retried; anything else (4xx, refused connection, timeout) is retried with backoff.
+ * Why a message was not accepted. `permanent` (a 5xx answer to this message's MAIL FROM, RCPT TO
+ * or DATA) counts as a bounce and is never retried; anything else (4xx, refused connection,
+ * timeout, and a 5xx about the session — a refused login, a server refusing service) is retried
+ * with backoff: it says nothing about the recipient.
  */
 export class MailError extends Error {
   constructor(
@@ -44,11 +44,15 @@ interface SmtpErrorLike {
   response?: string;
 }
 
+/** nodemailer's codes for an answer to the message's envelope (MAIL FROM, RCPT TO) and to its DATA. */
+const MESSAGE_REFUSED = new Set(['EENVELOPE', 'EMESSAGE']);
+
 export function classifySmtpError(err: unknown): MailError {
   const e = (err ?? {}) as SmtpErrorLike;
   const code = typeof e.responseCode === 'number' ? e.responseCode : undefined;
   const text = (e.response ?? e.message ?? String(err)).slice(0, 500);
-  return new MailError(text, code !== undefined && code >= 500 && code < 600, code);
+  const permanent = code !== undefined && code >= 500 && code < 600 && MESSAGE_REFUSED.has(e.code ?? '');
+  return new MailError(text, permanent, code);
 }
 
 export interface SmtpOptions {
@@ -57,14 +61,15 @@ export interface SmtpOptions {
   socketTimeoutMs?: number;
 }
 
-/** A pooled SMTP transport from `smtp://user:pass@host:port` (or `smtps://`). */
+/**
+ * Pooled SMTP from `smtp://user:pass@host:port` (or `smtps://`): nodemailer's SMTP connections,
+ * handed each message's envelope and finished bytes (src/mail/smtp-pool.ts).
+ */
 export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
   const url = new URL(smtpUrl);
   const secure = url.protocol === 'smtps:';
-  const transport = nodemailer.createTransport({
-    pool: true,
-    maxConnections: opts.poolSize ?? 5,
-    maxMessages: Infinity,
+  const pool = new SmtpPool({
+    size: opts.poolSize ?? 5,
     host: url.hostname,
     port: url.port ? Number(url.port) : secure ? 465 : 587,
     secure,
@@ -77,13 +82,13 @@ export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
     target: `${url.protocol}//${url.host}`,
     async send(mail) {
       try {
-        await transport.sendMail({ envelope: { from: mail.from, to: [mail.to] }, raw: mail.raw, messageId: mail.messageId });
+        await pool.send(mail.from, mail.to, mail.raw);
       } catch (err) {
         throw classifySmtpError(err);
       }
     },
     async close() {
-      transport.close();
+      pool.close();
     },
   };
 }

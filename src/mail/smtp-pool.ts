@@ -1,0 +1,228 @@
+import type { Readable } from 'node:stream';
+import MimeNode from 'nodemailer/lib/mime-node';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+
+/**
+ * A pool of nodemailer SMTP connections for messages Herald has already composed (and signed).
+ *
+ * nodemailer's pooled transport (`createTransport({ pool: true })`) takes every message through
+ * `sendMail`: a mail object normalised, plugins run, a MIME tree built around the raw bytes, its
+ * envelope parsed from address strings, a readable stream made of it — per message, for bytes
+ * that are final before they reach it. bench:send measured that as about a third of the sending
+ * process's CPU (docs/decisions.md, "Delivery"). This pool hands the same connections
+ * (`SMTPConnection`, nodemailer's own client: EHLO, STARTTLS, AUTH, timeouts, dot-stuffing) the
+ * envelope and the bytes directly, and keeps the pooled transport's rules:
+ *
+ * - at most `size` connections, opened when messages wait and none is free, kept open between
+ *   messages (no message limit); a message waits in order for the next free one;
+ * - a refusal of the message itself (an SMTP answer to MAIL FROM, RCPT TO or DATA, not 421)
+ *   leaves the connection in use after RSET; any other failure closes it;
+ * - a connection the server closed while it was idle is dropped; if the server closes a reused
+ *   connection before a byte of the message went out, the message is tried once more on another
+ *   connection (it cannot have been delivered).
+ */
+export interface SmtpPoolOptions {
+  host: string;
+  port: number;
+  secure: boolean;
+  auth?: { user: string; pass: string };
+  size: number;
+  connectionTimeout: number;
+  greetingTimeout: number;
+  socketTimeout: number;
+}
+
+/** What nodemailer's send callback reports on failure (its NodemailerError fields Herald reads). */
+export interface SmtpFailure extends Error {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+}
+
+interface Job {
+  /** The envelope's addresses (SMTPConnection writes its state into the envelope object it is given, so each try gets a new one). */
+  from: string;
+  to: string[];
+  raw: string;
+  resolve: () => void;
+  reject: (err: SmtpFailure) => void;
+  /** Already moved once off a connection the server had closed. */
+  moved: boolean;
+}
+
+/** One connection of the pool. */
+class Connection {
+  /** Messages given to it so far. */
+  sent = 0;
+  /** Closed, by either side, or failed: never given another message. */
+  dead = false;
+  /** Still counted in the pool's open connections. */
+  counted = true;
+  /** A message is on it: its send callback decides what a failure means. */
+  busy = false;
+  constructor(readonly smtp: SMTPConnection) {}
+}
+
+/** A dot-atom local part at a lower-case ASCII domain: an address nodemailer sends as it stands. */
+const PLAIN_ADDRESS = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[a-z0-9-]+(?:\.[a-z0-9-]+)*$/;
+
+/**
+ * The SMTP envelope for one recipient. Plain addresses go as they are; any other form through
+ * nodemailer's own normalisation, as its transport did (an IDN domain as its A-label unless the
+ * local part needs SMTPUTF8, a local part that is no dot-atom quoted, control characters removed).
+ */
+export function envelopeFor(from: string, to: string): { from: string; to: string[] } {
+  if (PLAIN_ADDRESS.test(from) && PLAIN_ADDRESS.test(to)) return { from, to: [to] };
+  const env = new MimeNode().setEnvelope({ from, to: [to] }).getEnvelope();
+  return { from: env.from || '', to: env.to };
+}
+
+/** Failures of the connection rather than answers about the message (nodemailer's own `isTransientError`). */
+function connectionLost(err: SmtpFailure): boolean {
+  return err.responseCode === 421 || err.code === 'ECONNECTION' || err.code === 'ESOCKET' || err.code === 'ETIMEDOUT';
+}
+
+export class SmtpPool {
+  private readonly idle: Connection[] = [];
+  private readonly waiting: Job[] = [];
+  private open = 0;
+  private closed = false;
+
+  constructor(private readonly options: SmtpPoolOptions) {}
+
+  /** Resolves once the server accepted the message; rejects with nodemailer's error otherwise. */
+  send(from: string, to: string, raw: string): Promise<void> {
+    const envelope = envelopeFor(from, to);
+    return new Promise((resolve, reject) => this.dispatch({ from: envelope.from, to: envelope.to, raw, resolve, reject, moved: false }));
+  }
+
+  /** Closes the free connections now and the others as their message ends; messages still waiting fail. */
+  close(): void {
+    this.closed = true;
+    for (const job of this.waiting.splice(0)) job.reject(closedError());
+    for (const c of this.idle.splice(0)) this.retire(c);
+  }
+
+  private dispatch(job: Job): void {
+    if (this.closed) return job.reject(closedError());
+    let c: Connection | undefined;
+    while ((c = this.idle.pop())) if (!c.dead) return this.deliver(c, job);
+    if (this.open < this.options.size) {
+      this.open += 1;
+      this.connect(job);
+    } else {
+      this.waiting.push(job);
+    }
+  }
+
+  /** Opens a connection (greeting, EHLO, STARTTLS when offered, AUTH when configured) for `job`. */
+  private connect(job: Job): void {
+    const o = this.options;
+    const c = new Connection(
+      new SMTPConnection({
+        host: o.host,
+        port: o.port,
+        secure: o.secure,
+        connectionTimeout: o.connectionTimeout,
+        greetingTimeout: o.greetingTimeout,
+        socketTimeout: o.socketTimeout,
+      }),
+    );
+    let settled = false;
+    const fail = (err: SmtpFailure) => {
+      if (settled) return;
+      settled = true;
+      job.reject(err);
+      this.drop(c);
+    };
+    const ready = () => {
+      settled = true;
+      this.deliver(c, job);
+    };
+    // A failure while a message is on the connection also reaches its send callback, which
+    // decides. Otherwise (a free connection the server closed or that timed out, or one lost
+    // during RSET) the connection is dropped here.
+    const lost = (err: SmtpFailure) => {
+      c.dead = true;
+      if (!settled) return fail(err);
+      if (c.busy || !c.counted) return;
+      const i = this.idle.indexOf(c);
+      if (i >= 0) this.idle.splice(i, 1);
+      this.drop(c);
+    };
+    c.smtp.on('error', lost);
+    c.smtp.once('end', () => lost(Object.assign(new Error('Connection closed unexpectedly'), { code: 'ECONNECTION' })));
+    c.smtp.connect((err) => {
+      if (settled) return;
+      if (err) return fail(err as SmtpFailure);
+      if (!o.auth || !c.smtp.allowsAuth) return ready();
+      c.smtp.login({ user: o.auth.user, pass: o.auth.pass }, (loginErr) => (loginErr ? fail(loginErr as SmtpFailure) : ready()));
+    });
+  }
+
+  private deliver(c: Connection, job: Job): void {
+    const reused = c.sent > 0;
+    c.sent += 1;
+    let started = false;
+    c.busy = true;
+    // SMTPConnection pipes a message that has `pipe` into its DATA stream once the envelope is
+    // accepted: this one writes the string there and says that it was asked to.
+    const body = {
+      pipe(stream: NodeJS.WritableStream) {
+        started = true;
+        stream.write(job.raw);
+        stream.end();
+      },
+    };
+    c.smtp.send({ from: job.from, to: job.to.slice() }, body as unknown as Readable, (err) => {
+      c.busy = false;
+      if (!err) {
+        job.resolve();
+        return this.release(c);
+      }
+      const e = err as SmtpFailure;
+      if (reused && !started && !job.moved && connectionLost(e)) {
+        job.moved = true;
+        this.retire(c);
+        return this.dispatch(job);
+      }
+      job.reject(e);
+      if ((e.code === 'EENVELOPE' || e.code === 'EMESSAGE') && e.responseCode !== 421 && !c.dead) {
+        return c.smtp.reset((resetErr) => (resetErr ? this.drop(c) : this.release(c)));
+      }
+      this.drop(c);
+    });
+  }
+
+  /** A connection is free again: the next waiting message, or the free list. */
+  private release(c: Connection): void {
+    if (c.dead || this.closed) return this.drop(c);
+    const next = this.waiting.shift();
+    if (next) return this.deliver(c, next);
+    this.idle.push(c);
+  }
+
+  /** Closes a connection that is not on the free list and lets a waiting message open another. */
+  private drop(c: Connection): void {
+    if (!c.counted) return;
+    this.retire(c);
+    const next = this.waiting.shift();
+    if (next) this.dispatch(next);
+  }
+
+  private retire(c: Connection): void {
+    c.dead = true;
+    c.smtp.close();
+    this.forget(c);
+  }
+
+  private forget(c: Connection): void {
+    if (!c.counted) return;
+    c.counted = false;
+    this.open -= 1;
+  }
+}
+
+function closedError(): SmtpFailure {
+  return Object.assign(new Error('the SMTP pool is closed'), { code: 'ECONNECTION' });
+}

@@ -1,0 +1,226 @@
+import net, { type AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import { classifySmtpError, smtpMailer } from '../../src/mail/mailer';
+import { envelopeFor, SmtpPool, type SmtpFailure } from '../../src/mail/smtp-pool';
+
+/**
+ * Herald's SMTP pool (src/mail/smtp-pool.ts) against a real in-process server: what the server
+ * receives, how many connections it sees, and what happens when it refuses, closes or needs a
+ * login. The delivery and fault suites drive the same pool through whole sends.
+ */
+
+interface Seen {
+  from: string;
+  to: string[];
+  raw: string;
+  /** The connection (smtp-server's session id) the message came on. */
+  session: string;
+}
+
+interface TestServer {
+  port: number;
+  messages: Seen[];
+  /** Connections opened, in order. */
+  connections: string[];
+  /** Connections open at once, at most. */
+  peak: number;
+  close(): Promise<void>;
+}
+
+async function startServer(options: Partial<SMTPServerOptions> = {}): Promise<TestServer> {
+  const messages: Seen[] = [];
+  const connections: string[] = [];
+  let open = 0;
+  const state = { peak: 0 };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    disableReverseLookup: true,
+    logger: false,
+    closeTimeout: 100,
+    onConnect(session, callback) {
+      connections.push(session.id);
+      open += 1;
+      state.peak = Math.max(state.peak, open);
+      callback();
+    },
+    onClose() {
+      open -= 1;
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        messages.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks).toString('utf8'),
+          session: session.id,
+        });
+        callback();
+      });
+    },
+    ...options,
+  });
+  server.on('error', () => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return Object.assign(state, {
+    port: (server.server.address() as AddressInfo).port,
+    messages,
+    connections,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
+}
+
+function poolFor(port: number, extra: Partial<ConstructorParameters<typeof SmtpPool>[0]> = {}): SmtpPool {
+  return new SmtpPool({ host: '127.0.0.1', port, secure: false, size: 3, connectionTimeout: 2_000, greetingTimeout: 2_000, socketTimeout: 5_000, ...extra });
+}
+
+const message = (n: number) => `From: a@herald.test\r\nTo: r${n}@example.com\r\nSubject: ${n}\r\n\r\nline one\r\n.starts with a dot\r\n..two dots\r\nend\r\n`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('SmtpPool', () => {
+  let server: TestServer | undefined;
+  let pool: SmtpPool | undefined;
+  afterEach(async () => {
+    pool?.close();
+    pool = undefined;
+    await server?.close();
+    server = undefined;
+  });
+
+  it('delivers the bytes and envelope as given, over at most `size` connections kept open between messages', async () => {
+    server = await startServer();
+    pool = poolFor(server.port, { size: 3 });
+    await Promise.all(Array.from({ length: 30 }, (_, n) => pool!.send('bounce@herald.test', `r${n}@example.com`, message(n))));
+    expect(server.messages).toHaveLength(30);
+    for (let n = 0; n < 30; n++) {
+      const m = server.messages.find((x) => x.to[0] === `r${n}@example.com`)!;
+      expect(m).toMatchObject({ from: 'bounce@herald.test', to: [`r${n}@example.com`], raw: message(n) });
+    }
+    expect(server.connections).toHaveLength(3);
+    expect(server.peak).toBe(3);
+    // Later messages reuse the open connections.
+    await pool.send('bounce@herald.test', 'later@example.com', message(99));
+    expect(server.connections).toHaveLength(3);
+  });
+
+  it('a refused recipient fails that message only; the connection goes on after RSET', async () => {
+    server = await startServer({
+      onRcptTo(address, _session, callback) {
+        if (address.address.startsWith('gone')) return callback(Object.assign(new Error('5.1.1 No such user'), { responseCode: 550 }));
+        if (address.address.startsWith('busy')) return callback(Object.assign(new Error('4.2.1 Try later'), { responseCode: 451 }));
+        callback();
+      },
+    });
+    pool = poolFor(server.port, { size: 1 });
+    await pool.send('b@herald.test', 'one@example.com', message(1));
+    const gone = await pool.send('b@herald.test', 'gone@example.com', message(2)).catch((e: SmtpFailure) => e);
+    expect(gone).toMatchObject({ code: 'EENVELOPE', responseCode: 550 });
+    expect(classifySmtpError(gone)).toMatchObject({ permanent: true, code: 550 });
+    const busy = await pool.send('b@herald.test', 'busy@example.com', message(3)).catch((e: SmtpFailure) => e);
+    expect(classifySmtpError(busy)).toMatchObject({ permanent: false, code: 451 });
+    await pool.send('b@herald.test', 'two@example.com', message(4));
+    expect(server.messages.map((m) => m.to[0])).toEqual(['one@example.com', 'two@example.com']);
+    expect(server.connections).toHaveLength(1);
+  });
+
+  it('drops a connection the server closed while idle and opens another for the next message', async () => {
+    server = await startServer({ socketTimeout: 150 });
+    pool = poolFor(server.port, { size: 1 });
+    await pool.send('b@herald.test', 'one@example.com', message(1));
+    await sleep(500); // the server answers 421 and hangs up
+    await pool.send('b@herald.test', 'two@example.com', message(2));
+    expect(server.messages.map((m) => m.to[0])).toEqual(['one@example.com', 'two@example.com']);
+    expect(server.connections).toHaveLength(2);
+    expect(server.messages[0].session).not.toBe(server.messages[1].session);
+  });
+
+  it('moves a message once to a new connection when the server closes a reused one before the message went out', async () => {
+    const transactions = new Map<string, number>();
+    let alwaysRefuse = false;
+    server = await startServer({
+      onMailFrom(_address, session, callback) {
+        const n = (transactions.get(session.id) ?? 0) + 1;
+        transactions.set(session.id, n);
+        // Each connection's second transaction (or every one, later) is refused with 421 and the connection closed.
+        if (n === 2 || alwaysRefuse) return callback(Object.assign(new Error('4.4.2 Closing'), { responseCode: 421 }));
+        callback();
+      },
+    });
+    pool = poolFor(server.port, { size: 1 });
+    await pool.send('b@herald.test', 'one@example.com', message(1));
+    await pool.send('b@herald.test', 'two@example.com', message(2));
+    expect(server.messages.map((m) => m.to[0])).toEqual(['one@example.com', 'two@example.com']);
+    expect(server.connections).toHaveLength(2);
+    // A new connection that closes is not tried again: the message fails (and is retried by the sender's backoff).
+    alwaysRefuse = true;
+    const err = await pool.send('b@herald.test', 'three@example.com', message(3)).catch((e: SmtpFailure) => e);
+    expect(classifySmtpError(err)).toMatchObject({ permanent: false, code: 421 });
+    expect(server.connections).toHaveLength(3);
+    expect(server.messages).toHaveLength(2);
+  });
+
+  it('logs in when the URL carries credentials; a refused login is a temporary failure, not a bounce', async () => {
+    server = await startServer({
+      authOptional: false,
+      disabledCommands: ['STARTTLS'],
+      allowInsecureAuth: true,
+      onAuth(auth, _session, callback) {
+        if (auth.username === 'herald' && auth.password === 'p@ss word') return callback(null, { user: 'herald' });
+        callback(Object.assign(new Error('5.7.8 Authentication failed'), { responseCode: 535 }));
+      },
+    });
+    const good = smtpMailer(`smtp://herald:${encodeURIComponent('p@ss word')}@127.0.0.1:${server.port}`);
+    await good.send({ from: 'b@herald.test', to: 'one@example.com', raw: message(1) });
+    await good.close();
+    expect(server.messages).toHaveLength(1);
+    const bad = smtpMailer(`smtp://herald:wrong@127.0.0.1:${server.port}`);
+    const err = await bad.send({ from: 'b@herald.test', to: 'two@example.com', raw: message(2) }).catch((e: unknown) => e);
+    await bad.close();
+    expect(err).toMatchObject({ permanent: false, code: 535 });
+    expect(server.messages).toHaveLength(1);
+  });
+
+  it('fails every message, none left waiting, when the server cannot be reached', async () => {
+    const probe = net.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    pool = poolFor(port, { size: 2 });
+    const results = await Promise.allSettled(Array.from({ length: 5 }, (_, n) => pool!.send('b@herald.test', `r${n}@example.com`, message(n))));
+    expect(results.every((r) => r.status === 'rejected')).toBe(true);
+    for (const r of results) expect(classifySmtpError((r as PromiseRejectedResult).reason).permanent).toBe(false);
+  });
+
+  it('close(): waiting messages fail, messages on a connection finish, connections end', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    server = await startServer({
+      onRcptTo(_address, _session, callback) {
+        void held.then(() => callback());
+      },
+    });
+    pool = poolFor(server.port, { size: 1 });
+    const first = pool.send('b@herald.test', 'one@example.com', message(1));
+    await sleep(100);
+    const second = pool.send('b@herald.test', 'two@example.com', message(2));
+    pool.close();
+    await expect(second).rejects.toThrow(/closed/);
+    release();
+    await first;
+    expect(server.messages.map((m) => m.to[0])).toEqual(['one@example.com']);
+    await expect(pool.send('b@herald.test', 'three@example.com', message(3))).rejects.toThrow(/closed/);
+    await sleep(100);
+    expect(server.peak).toBe(1);
+  });
+});
+
+describe('envelopeFor', () => {
+  it('passes plain addresses as they are and others through nodemailer’s normalisation', () => {
+    expect(envelopeFor('b@herald.test', 'a.b+c@x-y.example')).toEqual({ from: 'b@herald.test', to: ['a.b+c@x-y.example'] });
+    expect(envelopeFor('b@herald.test', 'User@Example.COM')).toEqual({ from: 'b@herald.test', to: ['User@example.com'] });
+    expect(envelopeFor('b@herald.test', 'u@bücher.de')).toEqual({ from: 'b@herald.test', to: ['u@xn--bcher-kva.de'] });
+    expect(envelopeFor('b@herald.test', 'a..b@x.example')).toEqual({ from: 'b@herald.test', to: ['"a..b"@x.example'] });
+  });
+});
