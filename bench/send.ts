@@ -6,12 +6,16 @@
  * bookkeeping included. In the same run, two baselines on the same pool (5 connections, 20
  * messages in flight) and the same messages (bench/lib/send-baseline.ts):
  *
- *   raw       Herald's messages pre-rendered to MIME, sent as nodemailer `raw`: the pool's limit
- *             (unsigned; for reference)
+ *   raw       Herald's messages pre-rendered to MIME, sent as nodemailer `raw` on its pooled
+ *             transport: that transport's limit (unsigned; for reference)
  *   signed    the same raw messages, each DKIM-signed right before it goes with Herald's own
  *             signing steps and a key parsed once, the RSA signature in libuv's thread pool as
- *             Herald makes it: the limit for a sender that signs every message (`--no-pin` lets
- *             the pool's threads use the other CPU; pinned, they share the sender's)
+ *             Herald makes it: the limit for a sender that signs every message and sends with
+ *             nodemailer's pooled transport (`--no-pin` lets the pool's threads use the other
+ *             CPU; pinned, they share the sender's)
+ *   pooled    as signed, through Herald's own pool of nodemailer connections (src/mail/
+ *             smtp-pool.ts) instead of `sendMail`: the limit of the path Herald sends by since
+ *             2026-11-27; Herald's ratio to it is printed for reference (no target)
  *
  * Target: Herald ≥ 80 % of the signed baseline (median of the rounds' ratios): every message
  * Herald sends is DKIM-signed (RSA-2048), so the unsigned raw limit is no longer one it could
@@ -159,6 +163,8 @@ type Round = {
   herald: Awaited<ReturnType<typeof runHerald>>;
   /** The same baseline as `composed`, right after Herald: the round's ratio is against the mean of the two. */
   composedAfter: Awaited<ReturnType<typeof runBaseline>>;
+  /** Signed messages through Herald's own SMTP pool (not with --dkim): the limit of Herald's sending path, for reference. */
+  pooled?: Awaited<ReturnType<typeof runBaseline>>;
 };
 
 /** The signed (or --dkim) baseline's rate around Herald's run: the mean of the runs before and after it. */
@@ -174,7 +180,7 @@ function checksOf(rounds: Round[]) {
     // Suppressed contacts get a `dropped` row (DESIGN §5), every other one is sent.
     everyRowSent: h.every((x) => x.deliveries.sent === RECIPIENTS && Object.entries(x.deliveries).every(([k, n]) => k === 'sent' || (k === 'dropped' && n === SUPPRESSED))),
     messagesRendered: h.every((x) => x.sampleCheck.checked > 0 && x.sampleCheck.problems.length === 0),
-    baselinesReceivedExactly: rounds.every((r) => [r.raw, r.composed, r.composedAfter].every((b) => b.sink.received === RECIPIENTS && b.sink.duplicates === 0 && b.failed === 0)),
+    baselinesReceivedExactly: rounds.every((r) => [r.raw, r.composed, r.composedAfter, ...(r.pooled ? [r.pooled] : [])].every((b) => b.sink.received === RECIPIENTS && b.sink.duplicates === 0 && b.failed === 0)),
     ...(DKIM ? { samplesSigned: h.every((x) => x.signedSamples === x.sampleCheck.checked && x.signedSamples > 0) } : {}),
   };
 }
@@ -195,6 +201,12 @@ function summarise(rounds: Round[]) {
     composedBaselineMsgPerS: rates(composedRate),
     heraldOverRaw: ratios((r) => r.herald.rate / r.raw.rate),
     heraldOverComposed: ratios((r) => r.herald.rate / composedRate(r)),
+    ...(DKIM
+      ? {}
+      : {
+          pooledBaselineMsgPerS: rates((r) => r.pooled!.rate),
+          heraldOverPooled: ratios((r) => r.herald.rate / r.pooled!.rate),
+        }),
     heraldCpuMsPerMessage: ratios((r) => r.herald.herald.cpuMsPerMessage),
     rawCpuMsPerMessage: ratios((r) => r.raw.cpuMsPerMessage),
     fanoutMs: rates((r) => r.herald.fanoutMs),
@@ -220,6 +232,8 @@ async function main() {
       log(`round ${r}/${RUNS}: raw baseline ${raw.rate.toFixed(0)} msg/s (${raw.cpuMsPerMessage} ms CPU/msg, sink ${raw.sinkCpuMsPerMessage}, cores busy ${raw.machine.coresBusy}); background ${quiet}`);
       const composed = await baseline(DKIM ? 'dkim' : 'signed', sink, port, html);
       log(`round ${r}/${RUNS}: ${DKIM ? 'nodemailer dkim' : 'signed raw'} baseline ${composed.rate.toFixed(0)} msg/s (${composed.cpuMsPerMessage} ms CPU/msg)`);
+      const pooled = DKIM ? undefined : await baseline('pooled', sink, port, html);
+      if (pooled) log(`round ${r}/${RUNS}: signed through Herald's SMTP pool ${pooled.rate.toFixed(0)} msg/s (${pooled.cpuMsPerMessage} ms CPU/msg)`);
       const herald = await runHerald(c, admin, url, sink, port, f, typeId, dataDir, r);
       log(
         `round ${r}/${RUNS}: Herald ${herald.rate.toFixed(0)} msg/s = ${((herald.rate / raw.rate) * 100).toFixed(0)} % of raw ` +
@@ -227,10 +241,11 @@ async function main() {
           `${herald.herald.cpuMsPerMessage} ms CPU/msg, sink ${herald.sinkCpuMsPerMessage}, rest ${herald.machine.restMsPerMessage}, cores busy ${herald.machine.coresBusy}, peak RSS ${herald.herald.peakRssMb} MB)`,
       );
       const composedAfter = await baseline(DKIM ? 'dkim' : 'signed', sink, port, html);
-      const done: Round = { quiet, raw, composed, herald, composedAfter };
+      const done: Round = { quiet, raw, composed, herald, composedAfter, pooled };
       log(
         `round ${r}/${RUNS}: ${DKIM ? 'nodemailer dkim' : 'signed raw'} baseline again ${composedAfter.rate.toFixed(0)} msg/s (${composedAfter.cpuMsPerMessage} ms CPU/msg); ` +
-          `Herald / mean of the two ${((herald.rate / composedRate(done)) * 100).toFixed(1)} %`,
+          `Herald / mean of the two ${((herald.rate / composedRate(done)) * 100).toFixed(1)} %` +
+          (pooled ? `; Herald / signed through Herald's pool ${((herald.rate / pooled.rate) * 100).toFixed(1)} %` : ''),
       );
       rounds.push(done);
     }
@@ -261,6 +276,9 @@ async function main() {
         line(DKIM ? 'nodemailer dkim baseline' : 'signed raw baseline', summary.composedBaselineMsgPerS, ' msg/s'),
         line('Herald / raw', { ...summary.heraldOverRaw, runs: summary.heraldOverRaw.runs }),
         line(DKIM ? 'Herald / nodemailer dkim' : 'Herald / signed raw', summary.heraldOverComposed),
+        ...(summary.heraldOverPooled && summary.pooledBaselineMsgPerS
+          ? [line('signed, Herald\'s SMTP pool', summary.pooledBaselineMsgPerS, ' msg/s'), line('Herald / signed, own pool', summary.heraldOverPooled) + '  (reference)']
+          : []),
         line('Herald CPU ms per message', summary.heraldCpuMsPerMessage),
         line('raw baseline CPU ms per message', summary.rawCpuMsPerMessage),
         line('first message after create', summary.firstMessageMs, ' ms'),

@@ -55,7 +55,7 @@ export async function runBaseline(r: BaselineRun) {
     publicUrl: r.publicUrl,
     prefix: `baseline-${r.mode}-`,
     domain: 'bench-sink.test',
-    dkim: r.dkimKey && (r.mode === 'dkim' || r.mode === 'signed') ? { keySelector: 'bench', privateKey: r.dkimKey } : undefined,
+    dkim: r.dkimKey && (r.mode === 'dkim' || r.mode === 'signed' || r.mode === 'pooled') ? { keySelector: 'bench', privateKey: r.dkimKey } : undefined,
   };
   const file = path.join(os.tmpdir(), `herald-bench-baseline-${process.pid}.json`);
   fs.writeFileSync(file, JSON.stringify(params));

@@ -15,7 +15,10 @@
  *   signed    as raw, each message DKIM-signed right before it goes, with Herald's own signing
  *             steps and a key parsed once (src/dkim/sign.ts), the RSA signature made in libuv's
  *             thread pool as Herald makes it (up to `concurrency` in flight) — the pool's limit
- *             for a sender that must sign every message (`bench:send`'s target).
+ *             for a sender that must sign every message (`bench:send`'s target);
+ *   pooled    as signed, the messages handed to Herald's own pool of nodemailer connections
+ *             (src/mail/smtp-pool.ts) instead of the pooled transport's `sendMail`: the limit of
+ *             the path Herald's sender takes (for reference; no target).
  *
  * Parameters come as a JSON file named by BENCH_BASELINE; the result goes back over IPC as
  * { type: 'result', ...BaselineResult }.
@@ -26,8 +29,9 @@ import { createPrivateKey } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { dkimSignatureLine } from '../../src/dkim/sign';
 import { compileDesign } from '../../src/delivery/render';
+import { SmtpPool } from '../../src/mail/smtp-pool';
 
-export type BaselineMode = 'composed' | 'raw' | 'dkim' | 'signed';
+export type BaselineMode = 'composed' | 'raw' | 'dkim' | 'signed' | 'pooled';
 
 export interface BaselineParams {
   mode: BaselineMode;
@@ -100,10 +104,13 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
     ignoreTLS: true,
     ...(p.mode === 'dkim' && p.dkim ? { dkim: { domainName: p.fromEmail.split('@')[1], keySelector: p.dkim.keySelector, privateKey: p.dkim.privateKey } } : {}),
   });
-  const signer = p.mode === 'signed' && p.dkim ? { domain: p.fromEmail.split('@')[1], selector: p.dkim.keySelector, key: createPrivateKey(p.dkim.privateKey) } : undefined;
+  const pool =
+    p.mode === 'pooled' ? new SmtpPool({ host: '127.0.0.1', port: p.port, secure: false, size: p.poolSize, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 }) : undefined;
+  const signer = (p.mode === 'signed' || p.mode === 'pooled') && p.dkim ? { domain: p.fromEmail.split('@')[1], selector: p.dkim.keySelector, key: createPrivateKey(p.dkim.privateKey) } : undefined;
   const send = (i: number) => {
     const v = prepared[i % VARIANTS];
     const to = `${p.prefix}${i}@${p.domain}`;
+    if (signer && pool) return dkimSignatureLine(v.raw, signer).then((line) => pool.send(p.fromEmail, to, line + v.raw));
     if (signer) return dkimSignatureLine(v.raw, signer).then((line) => transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: line + v.raw, messageId: v.messageId }));
     // The call Herald's mailer makes (src/mail/mailer.ts).
     if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw, messageId: v.messageId });
@@ -141,6 +148,7 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const cpu = process.cpuUsage(cpu0);
   transport.close();
+  pool?.close();
   return { mode: p.mode, sent, failed, firstError, ms, cpuMs: (cpu.user + cpu.system) / 1000, prepareMs };
 }
 
