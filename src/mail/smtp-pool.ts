@@ -8,8 +8,8 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection';
  * nodemailer's pooled transport (`createTransport({ pool: true })`) takes every message through
  * `sendMail`: a mail object normalised, plugins run, a MIME tree built around the raw bytes, its
  * envelope parsed from address strings, a readable stream made of it — per message, for bytes
- * that are final before they reach it. bench:send measured that as about a third of the sending
- * process's CPU (docs/decisions.md, "Delivery"). This pool hands the same connections
+ * that are final before they reach it. Dropping it took a quarter to a third of the sending
+ * process's CPU on bench:send (docs/decisions.md, "Delivery"). This pool hands the same connections
  * (`SMTPConnection`, nodemailer's own client: EHLO, STARTTLS, AUTH, timeouts, dot-stuffing) the
  * envelope and the bytes directly, and keeps the pooled transport's rules:
  *

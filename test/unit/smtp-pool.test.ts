@@ -182,6 +182,18 @@ describe('SmtpPool', () => {
     expect(server.messages).toHaveLength(1);
   });
 
+  it('a server refusing service at the greeting (554) is a temporary failure, not a bounce', async () => {
+    server = await startServer({
+      onConnect(_session, callback) {
+        callback(Object.assign(new Error('No service for you'), { responseCode: 554 }));
+      },
+    });
+    const mailer = smtpMailer(`smtp://127.0.0.1:${server.port}`);
+    const err = await mailer.send({ from: 'b@herald.test', to: 'one@example.com', raw: message(1) }).catch((e: unknown) => e);
+    await mailer.close();
+    expect(err).toMatchObject({ permanent: false, code: 554 });
+  });
+
   it('fails every message, none left waiting, when the server cannot be reached', async () => {
     const probe = net.createServer();
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
