@@ -12,10 +12,10 @@ export interface OutgoingMail {
 }
 
 /**
- * Why a message was not accepted. `permanent` (a 5xx answer to this message's MAIL FROM, RCPT TO
- * or DATA) counts as a bounce and is never retried; anything else (4xx, refused connection,
- * timeout, and a 5xx about the session — a refused login, a server refusing service) is retried
- * with backoff: it says nothing about the recipient.
+ * Why a message was not accepted. `permanent` (a 5xx answer to this message's RCPT TO or DATA)
+ * counts as a bounce and is never retried; anything else (4xx, refused connection, timeout, and a
+ * 5xx about the session or the sender — a refused login, a server refusing service, MAIL FROM
+ * refused) is retried with backoff: it says nothing about the recipient.
  */
 export class MailError extends Error {
   constructor(
@@ -40,6 +40,8 @@ export interface Mailer {
 interface SmtpErrorLike {
   responseCode?: number;
   code?: string;
+  /** The SMTP command answered (nodemailer's `command`: 'MAIL FROM', 'RCPT TO', 'DATA', 'CONN', …). */
+  command?: string;
   message?: string;
   response?: string;
 }
@@ -51,7 +53,8 @@ export function classifySmtpError(err: unknown): MailError {
   const e = (err ?? {}) as SmtpErrorLike;
   const code = typeof e.responseCode === 'number' ? e.responseCode : undefined;
   const text = (e.response ?? e.message ?? String(err)).slice(0, 500);
-  const permanent = code !== undefined && code >= 500 && code < 600 && MESSAGE_REFUSED.has(e.code ?? '');
+  // A refused MAIL FROM refuses the sender (a relay's policy), the same for every recipient.
+  const permanent = code !== undefined && code >= 500 && code < 600 && MESSAGE_REFUSED.has(e.code ?? '') && e.command !== 'MAIL FROM';
   return new MailError(text, permanent, code);
 }
 
@@ -70,7 +73,8 @@ export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
   const secure = url.protocol === 'smtps:';
   const pool = new SmtpPool({
     size: opts.poolSize ?? 5,
-    host: url.hostname,
+    // An IPv6 literal without its brackets (URL keeps them in hostname).
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port ? Number(url.port) : secure ? 465 : 587,
     secure,
     auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,

@@ -1,7 +1,7 @@
 /**
  * SMTP faults (issue 6): a server that refuses connections for a while, answers 4xx, answers
- * 5xx, or hangs after DATA. The real worker loop (Worker.start) sends through the real pooled
- * SMTP transport to servers that misbehave on purpose (test/helpers/smtp.ts), on a database of this
+ * 5xx, or hangs after DATA. The real worker loop (Worker.start) sends through Herald's real SMTP
+ * pool (src/mail/smtp-pool.ts) to servers that misbehave on purpose (test/helpers/smtp.ts), on a database of this
  * file's own. After every scenario: nothing is marked delivered that the server did not accept.
  */
 import os from 'node:os';
@@ -75,7 +75,7 @@ afterAll(async () => {
   await fresh?.drop();
 });
 
-/** The in-process worker (its real loop) sending through a pooled SMTP transport to `url`. */
+/** The in-process worker (its real loop) sending through Herald's SMTP pool to `url`. */
 function startWorker(url: string): RecordingMailer {
   const mailer = recordingMailer(smtpMailer(url, { poolSize: 2, socketTimeoutMs: config.smtpTimeoutMs }));
   const worker = new Worker({ config, db, logger: createLogger('silent'), mailer });

@@ -182,6 +182,18 @@ describe('SmtpPool', () => {
     expect(server.messages).toHaveLength(1);
   });
 
+  it('a refused sender (5xx to MAIL FROM) is a temporary failure, not a bounce of the recipient', async () => {
+    server = await startServer({
+      onMailFrom(_address, _session, callback) {
+        callback(Object.assign(new Error('5.7.1 Sender address rejected: not owned by user'), { responseCode: 553 }));
+      },
+    });
+    pool = poolFor(server.port, { size: 1 });
+    const err = await pool.send('b@herald.test', 'one@example.com', message(1)).catch((e: SmtpFailure) => e);
+    expect(err).toMatchObject({ code: 'EENVELOPE', responseCode: 553 });
+    expect(classifySmtpError(err)).toMatchObject({ permanent: false, code: 553 });
+  });
+
   it('a server refusing service at the greeting (554) is a temporary failure, not a bounce', async () => {
     server = await startServer({
       onConnect(_session, callback) {
@@ -192,6 +204,27 @@ describe('SmtpPool', () => {
     const err = await mailer.send({ from: 'b@herald.test', to: 'one@example.com', raw: message(1) }).catch((e: unknown) => e);
     await mailer.close();
     expect(err).toMatchObject({ permanent: false, code: 554 });
+  });
+
+  it('reaches a server named by an IPv6 literal in SMTP_URL', async () => {
+    const v6 = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      disableReverseLookup: true,
+      logger: false,
+      onData(stream, _session, callback) {
+        stream.resume();
+        stream.on('end', () => callback());
+      },
+    });
+    await new Promise<void>((resolve) => v6.listen(0, '::1', () => resolve()));
+    const mailer = smtpMailer(`smtp://[::1]:${(v6.server.address() as AddressInfo).port}`);
+    try {
+      await mailer.send({ from: 'b@herald.test', to: 'one@example.com', raw: message(1) });
+    } finally {
+      await mailer.close();
+      await new Promise<void>((resolve) => v6.close(() => resolve()));
+    }
   });
 
   it('fails every message, none left waiting, when the server cannot be reached', async () => {
