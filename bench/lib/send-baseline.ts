@@ -110,9 +110,11 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const send = (i: number) => {
     const v = prepared[i % VARIANTS];
     const to = `${p.prefix}${i}@${p.domain}`;
-    if (signer && pool) return dkimSignatureLine(v.raw, signer).then((line) => pool.send(p.fromEmail, to, line + v.raw));
-    if (signer) return dkimSignatureLine(v.raw, signer).then((line) => transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: line + v.raw, messageId: v.messageId }));
-    // The call Herald's mailer makes (src/mail/mailer.ts).
+    if (signer)
+      return dkimSignatureLine(v.raw, signer).then((line): Promise<unknown> =>
+        pool ? pool.send(p.fromEmail, to, line + v.raw) : transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: line + v.raw, messageId: v.messageId }),
+      );
+    // Finished bytes through nodemailer's pooled transport (what Herald's mailer did until 2026-11-27).
     if (p.mode === 'raw') return transport.sendMail({ envelope: { from: p.fromEmail, to: [to] }, raw: v.raw, messageId: v.messageId });
     return transport.sendMail({
       from: { name: p.fromName, address: p.fromEmail },

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { isTransientError } from 'nodemailer/lib/errors';
 import MimeNode from 'nodemailer/lib/mime-node';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 
@@ -75,11 +76,6 @@ export function envelopeFor(from: string, to: string): { from: string; to: strin
   if (PLAIN_ADDRESS.test(from) && PLAIN_ADDRESS.test(to)) return { from, to: [to] };
   const env = new MimeNode().setEnvelope({ from, to: [to] }).getEnvelope();
   return { from: env.from || '', to: env.to };
-}
-
-/** Failures of the connection rather than answers about the message (nodemailer's own `isTransientError`). */
-function connectionLost(err: SmtpFailure): boolean {
-  return err.responseCode === 421 || err.code === 'ECONNECTION' || err.code === 'ESOCKET' || err.code === 'ETIMEDOUT';
 }
 
 export class SmtpPool {
@@ -181,7 +177,8 @@ export class SmtpPool {
         return this.release(c);
       }
       const e = err as SmtpFailure;
-      if (reused && !started && !job.moved && connectionLost(e)) {
+      // Failures of the connection rather than answers about the message (421, closed, socket error, timeout).
+      if (reused && !started && !job.moved && isTransientError(e)) {
         job.moved = true;
         this.retire(c);
         return this.dispatch(job);
