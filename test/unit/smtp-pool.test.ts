@@ -27,7 +27,7 @@ interface TestServer {
   close(): Promise<void>;
 }
 
-async function startServer(options: Partial<SMTPServerOptions> = {}): Promise<TestServer> {
+async function startServer(options: Partial<SMTPServerOptions> = {}, host = '127.0.0.1'): Promise<TestServer> {
   const messages: Seen[] = [];
   const connections: string[] = [];
   let open = 0;
@@ -63,7 +63,7 @@ async function startServer(options: Partial<SMTPServerOptions> = {}): Promise<Te
     ...options,
   });
   server.on('error', () => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => server.listen(0, host, () => resolve()));
   return Object.assign(state, {
     port: (server.server.address() as AddressInfo).port,
     messages,
@@ -207,23 +207,12 @@ describe('SmtpPool', () => {
   });
 
   it('reaches a server named by an IPv6 literal in SMTP_URL', async () => {
-    const v6 = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      disableReverseLookup: true,
-      logger: false,
-      onData(stream, _session, callback) {
-        stream.resume();
-        stream.on('end', () => callback());
-      },
-    });
-    await new Promise<void>((resolve) => v6.listen(0, '::1', () => resolve()));
-    const mailer = smtpMailer(`smtp://[::1]:${(v6.server.address() as AddressInfo).port}`);
+    server = await startServer({}, '::1');
+    const mailer = smtpMailer(`smtp://[::1]:${server.port}`);
     try {
       await mailer.send({ from: 'b@herald.test', to: 'one@example.com', raw: message(1) });
     } finally {
       await mailer.close();
-      await new Promise<void>((resolve) => v6.close(() => resolve()));
     }
   });
 
