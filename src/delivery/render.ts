@@ -4,6 +4,7 @@ import { espHeaderWriter } from '../mail/esp-headers';
 import { base64Template, headerSafe, messagePiecesWriter, type AsciiBuilder, type MessagePieces } from '../mail/mime';
 import { htmlToText } from '../mail/text';
 import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
+import type { DesignParts } from '../sources';
 import { withClickPlaceholders } from './links';
 
 /**
@@ -29,14 +30,8 @@ function split(template: string): Piece[] {
   return pieces;
 }
 
-export interface DesignSource {
-  subject: string;
-  preheader: string;
-  html: string;
-  fromName: string;
-  fromEmail: string;
-  replyTo: string;
-  senderAddress: string;
+/** A design's parts (src/sources) and what every source's design shares. */
+export interface DesignSource extends Omit<DesignParts, 'userId' | 'owner'> {
   publicUrl: string;
   /** Names of the account's custom fields by id (values are stored by id). */
   customFields: Map<string, string>;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { DesignSource } from '../delivery/render';
 import { isUtr } from '../http/fields';
 import { senderAddress } from '../mail/sender-address';
+import { AbPhase } from '../states';
 import type { Counter } from '../statistics/counters';
 
 /**
@@ -145,9 +145,6 @@ export function ownerOf(ref: SourceRef): Owner | undefined {
   return undefined;
 }
 
-/** The A/B phase of a test group's message (AbPhase.Test in src/states.ts; this layer names it by value). */
-const TEST_PHASE = 1;
-
 /**
  * Every owner whose counters a message's events move: its owner (the totals), and, for a message
  * of an A/B test group, its variation — the winner phase's messages move the send's only.
@@ -155,7 +152,7 @@ const TEST_PHASE = 1;
 export function counterOwners(ref: SourceRef): Owner[] {
   const owner = ownerOf(ref);
   if (!owner) return [];
-  if (ref.abVariationId && ref.abPhase === TEST_PHASE) return [owner, { kind: 'ab_variation', id: ref.abVariationId }];
+  if (ref.abVariationId && ref.abPhase === AbPhase.Test) return [owner, { kind: 'ab_variation', id: ref.abVariationId }];
   return [owner];
 }
 
@@ -281,14 +278,22 @@ export function ownerOfSource(source: MessageSource): Owner {
 }
 
 /**
- * What a design is compiled from (src/delivery/render.ts `compileDesign`), whatever its source: the
- * HTML that is sent (the source's own, else its template's), the sender, `((sender_address))`.
+ * What a design is compiled from (src/delivery/render.ts `compileDesign` adds what is the same for
+ * every source), whatever its source: the HTML that is sent (the source's own, else its
+ * template's), the sender, `((sender_address))`.
  */
-export type DesignParts = Pick<DesignSource, 'subject' | 'preheader' | 'html' | 'fromName' | 'fromEmail' | 'replyTo' | 'senderAddress'> & {
+export interface DesignParts {
+  subject: string;
+  preheader: string;
+  html: string;
+  fromName: string;
+  fromEmail: string;
+  replyTo: string;
+  senderAddress: string;
   userId: number;
   /** Whose tracked links the design's links are. */
   owner: Owner;
-};
+}
 
 /** A single send: everything about its sender was copied onto the send when it was saved. */
 async function singleSendParts(db: Knex, userId: number, id: number): Promise<DesignParts | undefined> {
