@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Compiles Herald's TypeScript to dist/ (`npm run build`, which npm install runs through `prepare`),
+ * or, with `--if-changed` (npm start's `prestart`), only when the sources differ from the ones
+ * dist/ was compiled from.
+ *
+ * What dist/ was compiled from is a stamp: one SHA-256 over the path and the content of every file
+ * under src/, migrations/ and seeds/ and of knexfile.ts, the tsconfig files and package-lock.json
+ * (TypeScript's version). A changed, added, deleted or renamed file changes it. A build removes
+ * dist/ first (a deleted source leaves no stale .js behind, such as a migration that would still
+ * run) and writes the stamp last, and only when tsc succeeded: a build that failed or was killed
+ * half-way leaves no stamp, so the next start compiles again. Plain JavaScript with no
+ * dependency, so the check costs a start a few tens of milliseconds.
+ *
+ *   node scripts/build.js [--if-changed]
+ */
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+/** The inputs of the compiled output, relative to the package root (folders are walked). */
+const INPUTS = ['src', 'migrations', 'seeds', 'knexfile.ts', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const STAMP = path.join('dist', '.build-stamp');
+/** What `herald` runs: without it, dist/ is not a build whatever the stamp says. */
+const ENTRY = path.join('dist', 'src', 'cli.js');
+
+/** Every file under `rel` (a file or a folder), as sorted `/`-separated paths relative to `root`. */
+function files(root, rel) {
+  const abs = path.join(root, rel);
+  let stat;
+  try {
+    stat = fs.statSync(abs);
+  } catch {
+    return [];
+  }
+  if (!stat.isDirectory()) return [rel.split(path.sep).join('/')];
+  return fs
+    .readdirSync(abs)
+    .sort()
+    .flatMap((name) => files(root, path.join(rel, name)));
+}
+
+/** The stamp of the sources under `root` as they are now. */
+function sourceStamp(root) {
+  const hash = crypto.createHash('sha256');
+  for (const input of INPUTS) {
+    for (const file of files(root, input)) {
+      const content = fs.readFileSync(path.join(root, file));
+      // Path and length before the content: no two different trees hash the same bytes.
+      hash.update(`${file}\0${content.length}\0`);
+      hash.update(content);
+    }
+  }
+  return hash.digest('hex');
+}
+
+/** Why dist/ under `root` must be compiled again, or null when it was compiled from these sources. */
+function staleReason(root) {
+  if (!fs.existsSync(path.join(root, ENTRY))) return `${ENTRY} is missing`;
+  let stamp;
+  try {
+    stamp = fs.readFileSync(path.join(root, STAMP), 'utf8').trim();
+  } catch {
+    return 'dist/ has no build stamp (never completed, or built by an older Herald)';
+  }
+  return stamp === sourceStamp(root) ? null : 'the sources changed since dist/ was compiled';
+}
+
+/**
+ * Removes dist/, runs tsc on tsconfig.build.json, and writes the stamp of the sources it compiled
+ * when tsc exits 0. Returns tsc's exit code (tsc still emits on type errors; no stamp then).
+ */
+function compile(root) {
+  const before = sourceStamp(root);
+  fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
+  const tsc = require.resolve('typescript/bin/tsc', { paths: [root, __dirname] });
+  const res = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  const code = res.status === null ? 1 : res.status;
+  // A source edited while tsc ran: the output may mix both versions, so it gets no stamp.
+  if (code === 0 && sourceStamp(root) === before) fs.writeFileSync(path.join(root, STAMP), `${before}\n`);
+  return code;
+}
+
+/** `--if-changed`: compiles only when staleReason() says so. Returns the exit code. */
+function main(argv, root) {
+  if (argv.includes('--if-changed')) {
+    const reason = staleReason(root);
+    if (reason === null) return 0;
+    process.stderr.write(`Compiling Herald (${reason}); unchanged sources are not compiled again.\n`);
+  }
+  return compile(root);
+}
+
+module.exports = { sourceStamp, staleReason, compile, INPUTS };
+
+if (require.main === module) process.exitCode = main(process.argv.slice(2), path.resolve(__dirname, '..'));
