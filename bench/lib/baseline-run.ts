@@ -33,7 +33,7 @@ export interface BaselineRun {
   /** The CPU the sender under test is pinned to (taskset), if any. */
   cpu?: string;
   nodeArgs?: string[];
-  /** The key of the `dkim` and `signed` modes (PEM). */
+  /** The key of the `dkim`, `signed`, `pooled` and `minimal` modes (PEM). */
   dkimKey?: string;
 }
 
@@ -55,7 +55,7 @@ export async function runBaseline(r: BaselineRun) {
     publicUrl: r.publicUrl,
     prefix: `baseline-${r.mode}-`,
     domain: 'bench-sink.test',
-    dkim: r.dkimKey && (r.mode === 'dkim' || r.mode === 'signed' || r.mode === 'pooled') ? { keySelector: 'bench', privateKey: r.dkimKey } : undefined,
+    dkim: r.dkimKey && (r.mode === 'dkim' || r.mode === 'signed' || r.mode === 'pooled' || r.mode === 'minimal') ? { keySelector: 'bench', privateKey: r.dkimKey } : undefined,
   };
   const file = path.join(os.tmpdir(), `herald-bench-baseline-${process.pid}.json`);
   fs.writeFileSync(file, JSON.stringify(params));

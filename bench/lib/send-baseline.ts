@@ -18,7 +18,11 @@
  *             for a sender that must sign every message (`bench:send`'s target);
  *   pooled    as signed, the messages handed to Herald's own pool of nodemailer connections
  *             (src/mail/smtp-pool.ts) instead of the pooled transport's `sendMail`: the limit of
- *             the path Herald's sender takes (for reference; no target).
+ *             the path Herald's sender takes (for reference; no target);
+ *   minimal   the minimal signed sender (bench/lib/minimal-sender.ts): `poolSize` bare
+ *             `SMTPConnection`s, `concurrency / poolSize` messages signed ahead per connection,
+ *             its own few lines of DKIM signing, nothing of Herald's sending path — the
+ *             target's baseline since issue 33.
  *
  * Parameters come as a JSON file named by BENCH_BASELINE; the result goes back over IPC as
  * { type: 'result', ...BaselineResult }.
@@ -30,8 +34,9 @@ import nodemailer from 'nodemailer';
 import { dkimSignatureLine } from '../../src/dkim/sign';
 import { compileDesign } from '../../src/delivery/render';
 import { SmtpPool } from '../../src/mail/smtp-pool';
+import { sendMinimal } from './minimal-sender';
 
-export type BaselineMode = 'composed' | 'raw' | 'dkim' | 'signed' | 'pooled';
+export type BaselineMode = 'composed' | 'raw' | 'dkim' | 'signed' | 'pooled' | 'minimal';
 
 export interface BaselineParams {
   mode: BaselineMode;
@@ -94,6 +99,7 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   const prepStarted = Date.now();
   const prepared = variants(p);
   const prepareMs = Date.now() - prepStarted;
+  if (p.mode === 'minimal') return runMinimal(p, prepared, prepareMs);
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: p.poolSize,
@@ -152,6 +158,27 @@ async function run(p: BaselineParams): Promise<BaselineResult> {
   transport.close();
   pool?.close();
   return { mode: p.mode, sent, failed, firstError, ms, cpuMs: (cpu.user + cpu.system) / 1000, prepareMs };
+}
+
+/** The minimal signed sender over the same messages (bench/lib/minimal-sender.ts). */
+async function runMinimal(p: BaselineParams, prepared: ReturnType<typeof variants>, prepareMs: number): Promise<BaselineResult> {
+  if (!p.dkim) throw new Error('the minimal signed sender needs a key');
+  const key = { domain: p.fromEmail.split('@')[1], selector: p.dkim.keySelector, key: createPrivateKey(p.dkim.privateKey) };
+  const cpu0 = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  const result = await sendMinimal({
+    host: '127.0.0.1',
+    port: p.port,
+    from: p.fromEmail,
+    poolSize: p.poolSize,
+    ahead: Math.max(1, Math.round(p.concurrency / p.poolSize)),
+    count: p.count,
+    message: (i) => ({ to: `${p.prefix}${i}@${p.domain}`, raw: prepared[i % VARIANTS].raw }),
+    key,
+  });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const cpu = process.cpuUsage(cpu0);
+  return { mode: p.mode, ...result, ms, cpuMs: (cpu.user + cpu.system) / 1000, prepareMs };
 }
 
 if (require.main === module) {
