@@ -58,7 +58,7 @@ type DeliveryRow = SourceRefColumns & {
   user_id: number;
   email: string;
   open_count: number;
-  /** Seconds since the message was accepted (null: not sent). */
+  /** Seconds since the message was accepted (null: not recorded as sent yet). */
   age: number | null;
 };
 
@@ -135,7 +135,10 @@ export class TrackingRecorder {
       // The link must be one of this message's: its owner's (its send's, or its automation's).
       const { link } = hit;
       if (link.userId !== row.user_id || !ownsLink(ref, link.owner)) return false;
-      const bot = hit.scanner || (window > 0 && row.age !== null && row.age < window);
+      // A message not yet recorded as sent (age null) was clicked before its outcome was even
+      // written: the fastest scanners click within milliseconds of the message leaving, so that
+      // is inside the window, not outside it.
+      const bot = hit.scanner || (window > 0 && (row.age === null || row.age < window));
       if (!bot && row.open_count === 0 && !opened.has(ref.deliveryId)) {
         events.push({ ...ref, type: 'opened', data: { via: 'click' } });
         opened.add(ref.deliveryId);

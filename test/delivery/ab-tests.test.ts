@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import http, { type Server } from 'node:http';
-import type { ParsedMail } from 'mailparser';
+import { simpleParser, type ParsedMail } from 'mailparser';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { posteriors } from '../../src/ab/bayes';
@@ -330,6 +330,57 @@ describe('a design test decided by clicks', () => {
       expect(got).toHaveLength(1);
       if (!split.has(to)) expect(String(got[0].html)).toContain('Design B');
     }
+  });
+});
+
+describe('clicks racing the outcome', () => {
+  it('a click on a message the SMTP server has but Herald has not yet recorded as sent is a suspected bot: no open, no unique click, no say in the decision', async () => {
+    const people = await audience(40);
+    // Each message of this audience waits at DATA (the server has it whole, Herald not yet its
+    // 250) until the test has clicked its link as received, if it is A's, or looked at it.
+    const atData: Array<{ to: string; raw: string; answer: () => void }> = [];
+    const others = rig.sink.data;
+    rig.sink.data = (to, seen, raw) =>
+      to[0].endsWith(`@${people.domain}`) ? new Promise((resolve) => atData.push({ to: to[0], raw, answer: () => resolve('accept') })) : others(to, seen, raw);
+    config.clickBotWindowSeconds = 10;
+    let send: { utr: string; id: number };
+    try {
+      send = await abSend(
+        people.list,
+        abFields('design', [{ template_id: 1, template_html: '<html><body><p>Design B</p><a href="https://shop.example/b">Shop B</a></body></html>' }], {
+          ab_test_percentage: 50,
+          ab_if_inconclusive: 'wait',
+        }),
+        { template_html: '<html><body><p>Design A</p><a href="https://shop.example/a">Shop A</a></body></html>' },
+      );
+      for (let answered = 0; answered < 20; answered += 1) {
+        const held = await waitFor('a message waiting at DATA', () => atData.shift());
+        const row = await db('deliveries').where({ single_send_id: send.id, email: held.to }).first('status', 'sent_at', 'ab_variation_id');
+        expect(row).toMatchObject({ status: 'sending', sent_at: null });
+        // Every A message is clicked, as a person's browser would (no scanner's User-Agent), before its outcome is written.
+        if ((await storedSplit(send.id, 1)).get(held.to) === 0) await click(await simpleParser(held.raw));
+        held.answer();
+      }
+    } finally {
+      rig.sink.data = others;
+      config.clickBotWindowSeconds = 0;
+    }
+    const clicks = await db('events').where({ single_send_id: send.id, type: 'clicked' }).select('email', 'data');
+    expect(clicks).toHaveLength(10);
+    for (const c of clicks) expect({ to: c.email, data: c.data }).toEqual({ to: c.email, data: { url: 'https://shop.example/a', suspected_bot: true, variation: 0 } });
+    // A scanner's click implies no open.
+    expect(await db('events').where({ single_send_id: send.id, type: 'opened' })).toEqual([]);
+    const s = await stats(send.utr);
+    expect(s).toMatchObject({ total_clicks: 10, unique_clicks: 0, unique_opens: 0 });
+    expect(s.ab.variations.map((v: { unique_clicks: number; unique_opens: number }) => [v.unique_clicks, v.unique_opens])).toEqual([
+      [0, 0],
+      [0, 0],
+    ]);
+    // Ten clicks for A and none for B would be significant; without people's clicks the test is inconclusive and waits.
+    await decisionNow(send.id);
+    await waitFor('the test to wait', async () => ((await test(send.id)).status === 'waiting' ? true : undefined));
+    expect(await test(send.id)).toMatchObject({ winner: null, decided_by: null });
+    expect(rig.sink.accepted.filter((m) => m.to.endsWith(`@${people.domain}`))).toHaveLength(20);
   });
 });
 

@@ -53,8 +53,8 @@ export interface SmtpSink {
   hung: Map<string, number>;
   /** Decides each RCPT TO (`address` lower-cased; `seen`: how many times it was asked, this one included). Default: accept. */
   rcpt: (address: string, seen: number) => Verdict | Promise<Verdict>;
-  /** Decides each message after its body (`seen`: times these recipients sent one). Default: accept. */
-  data: (recipients: string[], seen: number) => DataVerdict | Promise<DataVerdict>;
+  /** Decides each message after its body (`seen`: times these recipients sent one; `raw`: the message as received). Default: accept. */
+  data: (recipients: string[], seen: number, raw: string) => DataVerdict | Promise<DataVerdict>;
   /** Accepted messages per recipient. */
   acceptedBy(address: string): Accepted[];
   parsed(): Promise<ParsedMail[]>;
@@ -113,7 +113,8 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
-        void Promise.resolve(sink.data(to, seen)).then((verdict) => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        void Promise.resolve(sink.data(to, seen, raw)).then((verdict) => {
           if (verdict === 'hang') {
             // The whole body arrived; the server never says 250 (nor anything else).
             for (const t of to) bump(hung, t);
@@ -121,7 +122,6 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           }
           // A sender gone while its message was held never saw a 250: not accepted.
           if (closed.has(session.id)) return;
-          const raw = Buffer.concat(chunks).toString('utf8');
           const at = Date.now();
           const messageId = headerValue(raw, 'Message-ID');
           for (const t of to) accepted.push({ to: t, messageId, at });
