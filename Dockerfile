@@ -24,5 +24,7 @@ USER herald
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "bin/herald.js"]
+# V8's allocation-site pretenuring off on node's command line, as npm start and bin/herald.js's
+# shebang do (docs/decisions.md, "Delivery: V8's pretenuring off").
+ENTRYPOINT ["node", "--no-allocation-site-pretenuring", "bin/herald.js"]
 CMD ["serve"]
