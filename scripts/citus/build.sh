@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds Citus from the vendored source tarball (once per tarball checksum and PostgreSQL version) and
-# lays out the overlay the local cluster runs from. Nothing is installed into the system's PostgreSQL:
+# Builds Citus from its release source tarball (CITUS_VENDOR_DIR, see lib.sh), once per tarball checksum
+# and PostgreSQL version, and lays out the overlay the local cluster runs from. Nothing is installed into the system's PostgreSQL:
 #
 #   $BUILD_DIR/stage/   `make install DESTDIR=…`: citus.so and the extension's SQL and control files
 #   $BUILD_DIR/pg/      the overlay: copies of postgres, initdb and pg_ctl at the same paths below pg/
@@ -23,8 +23,9 @@ fi
 
 VENDOR=$(vendor_dir)
 TARBALL="$VENDOR/citus-$CITUS_VERSION.tar.gz"
-PATCH="$VENDOR/pg15-minor-have_createdb_privilege.patch"
-echo "$CITUS_TARBALL_SHA256  $TARBALL" | sha256sum -c --quiet - || die "$TARBALL: checksum mismatch"
+PATCH="$(dirname "$0")/pg15-minor-have_createdb_privilege.patch"
+[ "$(gzip -dc "$TARBALL" | sha256sum | cut -d' ' -f1)" = "$CITUS_TAR_SHA256" ] ||
+  die "$TARBALL is not Citus $CITUS_VERSION's release source (the sha256 of its uncompressed tar differs)"
 echo "$CITUS_PATCH_SHA256  $PATCH" | sha256sum -c --quiet - || die "$PATCH: checksum mismatch"
 for tool in gcc make flex patch; do command -v "$tool" >/dev/null || die "$tool is missing (apt-get install, README of scripts/citus)"; done
 

@@ -1,5 +1,11 @@
 # Shared settings of the scripts in scripts/citus/ (sourced, not run).
 #
+# Citus's source is its release tarball, which no package registry carries: download
+#   https://github.com/citusdata/citus/archive/refs/tags/v13.2.2.tar.gz
+# (it saves as citus-13.2.2.tar.gz) into a folder and name that folder in CITUS_VENDOR_DIR. The tarball
+# is checked by the sha256 of its uncompressed tar (what `git archive` writes for the tag, the same
+# whoever compressed it); pg15-minor-have_createdb_privilege.patch beside this file is applied to it.
+#
 # The Citus build is cached outside the clone, keyed by the source tarball's sha256:
 #   $HERALD_CITUS_CACHE/<sha256>/        the build (src/, stage/ and pg/, the overlay PostgreSQL runs from)
 #   $HERALD_CITUS_CACHE/run/<port>/      a local cluster's data folders and logs (one per coordinator port)
@@ -7,7 +13,10 @@
 # as the `postgres` OS user (PostgreSQL refuses to run as root), which cannot read root's home.
 
 CITUS_VERSION=13.2.2
+# The cache key (the sha256 of the tarball the build was first made from; kept so existing caches stay valid).
 CITUS_TARBALL_SHA256=dd2453caec20a830e5e63f1def5c5a98cb6f57ae510407cdcd800916fcdab430
+# The sha256 of the uncompressed tar: `gzip -dc citus-13.2.2.tar.gz | sha256sum` (tag v13.2.2, commit cc91f4c2).
+CITUS_TAR_SHA256=6a950cd466cb9266daac60f81652ddf353a7c520cb9354a9162192396fc59fec
 CITUS_PATCH_SHA256=add536aa1c6b3971049e17066fe7cfd8e0947ed5864c420ceefa57c12c4bd671
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,13 +39,13 @@ CITUS_DB=${CITUS_DB:-herald}
 die() { echo "citus: $*" >&2; exit 1; }
 note() { echo "citus: $*" >&2; }
 
-# The vendored source: CITUS_VENDOR_DIR, or ../shared/vendor/citus beside the clone (or the worktree folder).
+# The folder holding citus-$CITUS_VERSION.tar.gz: CITUS_VENDOR_DIR, else the project's CI copy beside the clone.
 vendor_dir() {
   local d
   for d in "${CITUS_VENDOR_DIR:-}" "$REPO_ROOT/../shared/vendor/citus" "$REPO_ROOT/../../shared/vendor/citus"; do
     if [ -n "$d" ] && [ -f "$d/citus-$CITUS_VERSION.tar.gz" ]; then (cd "$d" && pwd); return 0; fi
   done
-  die "citus-$CITUS_VERSION.tar.gz not found: set CITUS_VENDOR_DIR to the folder holding it (../shared/vendor/citus)"
+  die "citus-$CITUS_VERSION.tar.gz not found${CITUS_VENDOR_DIR:+ in $CITUS_VENDOR_DIR}: download https://github.com/citusdata/citus/archive/refs/tags/v$CITUS_VERSION.tar.gz into a folder and set CITUS_VENDOR_DIR to it (or use docker-compose.citus.yml, which needs no source)"
 }
 
 # The PostgreSQL binaries the nodes run: the overlay's copies, which find Citus in the overlay's lib and share folders.
