@@ -9,16 +9,18 @@ const globals = require('globals');
  * is named without `.ts`.
  */
 const LAYERS = [
-  ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'alarm', 'dns'],
+  ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns'],
   ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],
+  // The worker process's composition root: above everything its loops run (src/server.ts starts it).
+  ['worker'],
   ['app', 'server', 'cli'],
 ];
-const TOP_FILES = new Set(['alarm', 'config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns', 'app', 'server', 'cli']);
+const TOP_FILES = new Set(['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns', 'app', 'server', 'cli']);
 
 /** One rule per folder (and one per top-level file): the names above it, as seen from its depth. */
 function importDirection() {

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
 import type { Client } from 'pg';
-import { compileRules, parseRules, type RuleField } from '../src/resources/segments/segment-rules';
+import { compileRules, parseRules, type RuleField } from '../src/contacts/segment-rules';
 import { build, client, createAccount, log, startHerald, type Herald } from './lib/herald';
 import { connect, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
 import { median, seconds, waitForQuiet, writeResult } from './lib/sample';

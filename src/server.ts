@@ -7,7 +7,7 @@ import { ConfigError, type Config } from './config';
 import { createDb } from './db/knex';
 import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
-import { Worker } from './delivery/worker';
+import { Worker } from './worker/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { once } from 'node:events';
-import { RESERVED_COLUMNS } from '../../src/resources/contacts/contact-columns';
+import { RESERVED_COLUMNS } from '../../src/contacts/columns';
 
 /**
  * A contacts CSV with every reserved column and two custom ones (`plan` text, `score`

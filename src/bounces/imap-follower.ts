@@ -5,7 +5,7 @@ import type { ImapFlow, MailboxObject } from 'imapflow';
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
 import { processInbound } from './inbound';
-import { Alarm } from '../alarm';
+import { Alarm } from '../jobs/wake';
 
 /**
  * The bounce mailbox follower (BOUNCE_IMAP_URL): for installations whose bounces and

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { recordMessageEvents } from '../events/record';
 import type { DropReason } from '../events/types';
 import { suppressionJoins } from '../suppression';
-import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
-import { extraRecipients, matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import { loadRuleFields, storedRules } from '../contacts/segments.sql';
+import { extraRecipients, matchingContacts, type SegmentRow } from '../contacts/segments.sql';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
 import { deliveryStatus } from '../states';
 

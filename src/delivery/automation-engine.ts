@@ -6,8 +6,8 @@ import type { Logger } from '../logger';
 import { sourceOfRow, type SourceColumns } from '../sources';
 import { countQueued } from '../statistics';
 import { suppressedAmong, type SuppressionReason } from '../suppression';
-import { loadRuleFields, storedRules } from '../resources/segments/segments.service';
-import { matchingContacts, type SegmentRow } from '../resources/segments/segments.sql';
+import { loadRuleFields, storedRules } from '../contacts/segments.sql';
+import { matchingContacts, type SegmentRow } from '../contacts/segments.sql';
 import { claimPerAccount, ofOneAccount } from '../db/per-account';
 import { AutomationStatus, AutomationType, ExitCriteria, ProgressState, progressState } from '../states';
 

@@ -3,7 +3,7 @@ import { escapeHtml } from '../mail/escape-html';
 import { espHeaderWriter } from '../mail/esp-headers';
 import { base64Template, headerSafe, messagePiecesWriter, type AsciiBuilder, type MessagePieces } from '../mail/mime';
 import { htmlToText } from '../mail/text';
-import { RESERVED_COLUMNS } from '../resources/contacts/contact-columns';
+import { RESERVED_COLUMNS } from '../contacts/columns';
 import type { DesignParts } from '../sources';
 import { withClickPlaceholders } from './links';
 

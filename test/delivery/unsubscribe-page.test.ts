@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { CHROMIUM, describeBrowser, launchChromium } from '../helpers/browser';
 import request from 'supertest';
 import { smtpMailer, type Mailer } from '../../src/mail/mailer';
-import { Worker } from '../../src/delivery/worker';
+import { Worker } from '../../src/worker/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectSuccess } from '../helpers/expect';

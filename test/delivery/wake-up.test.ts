@@ -4,7 +4,7 @@ import { makeContacts, makeContactType } from '../helpers/fixtures';
 import { createAutomation, createSend } from '../helpers/sends';
 import { patient, waitFor } from '../helpers/wait';
 import { setupDelivery, waitForSend } from '../helpers/worker';
-import { WAKE_LISTENER_APP } from '../../src/delivery/wake-up';
+import { WAKE_LISTENER_APP } from '../../src/jobs/wake';
 
 /**
  * The API wakes the worker (src/jobs/wake.ts, src/delivery/wake-up.ts): with a poll of a minute,

@@ -20,7 +20,7 @@ import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import { createDb } from '../../src/db/knex';
 import { smtpMailer } from '../../src/mail/mailer';
-import { Worker } from '../../src/delivery/worker';
+import { Worker } from '../../src/worker/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';

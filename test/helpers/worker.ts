@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../src/config';
 import { smtpMailer, type Mailer } from '../../src/mail/mailer';
-import { Worker } from '../../src/delivery/worker';
+import { Worker } from '../../src/worker/worker';
 import { createLogger } from '../../src/logger';
 import { makeAccount, type TestAccount } from './app';
 import { makeGroup, makeSender } from './fixtures';

@@ -1,7 +1,7 @@
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { simpleParser } from 'mailparser';
 import { smtpMailer, type Mailer } from '../../src/mail/mailer';
-import { Worker } from '../../src/delivery/worker';
+import { Worker } from '../../src/worker/worker';
 import { createLogger } from '../../src/logger';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { startSmtpSink, type Received, type SmtpSink } from '../helpers/smtp';

@@ -17,7 +17,7 @@ async function problems(filePath: string, code: string): Promise<string[]> {
 
 describe('import direction', () => {
   it('refuses an upward import from a folder', async () => {
-    expect(await problems('src/mail/probe.ts', "import { Worker } from '../delivery/worker';\nexport const w = Worker;\n")).toEqual([
+    expect(await problems('src/mail/probe.ts', "import { Worker } from '../worker/worker';\nexport const w = Worker;\n")).toEqual([
       expect.stringContaining('src/mail may import only its own layer'),
     ]);
   });
@@ -25,6 +25,13 @@ describe('import direction', () => {
   it('refuses an upward import from a resource family (two levels deep)', async () => {
     const code = "import { Sender } from '../../delivery/sender';\nexport const s = Sender;\n";
     expect(await problems('src/resources/senders/probe.ts', code)).toHaveLength(1);
+  });
+
+  it('puts the worker above what it composes: delivery, resources and the public pages may not import it', async () => {
+    const code = "import { Worker } from '../worker/worker';\nexport const w = Worker;\n";
+    expect(await problems('src/delivery/probe.ts', code)).toHaveLength(1);
+    expect(await problems('src/public/probe.ts', code)).toHaveLength(1);
+    expect(await problems('src/worker/probe.ts', "import { Sender } from '../delivery/sender';\nexport const s = Sender;\n")).toEqual([]);
   });
 
   it('refuses an upward import from a top-level file of the lowest layer', async () => {

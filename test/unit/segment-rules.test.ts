@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import knexFactory from 'knex';
-import { compileRules, OPERATORS, parseRules, type Rule, type RuleField } from '../../src/resources/segments/segment-rules';
+import { compileRules, OPERATORS, parseRules, type Rule, type RuleField } from '../../src/contacts/segment-rules';
 
 /**
  * The rule compiler without a database: what parseRules accepts and refuses (with Laravel's

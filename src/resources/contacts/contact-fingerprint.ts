@@ -1,4 +1,4 @@
-import { TEXT_COLUMNS } from './contact-columns';
+import { TEXT_COLUMNS } from '../../contacts/columns';
 import type { ColumnMap } from './csv-rows';
 
 /**

@@ -8,7 +8,7 @@ import { deleteByIds, scoped } from '../shared/crud';
 import type { AddContactInput } from './contacts.schemas';
 import { bumpContactsVersion } from './contacts-version';
 import { checkCustomValue, customFieldsQuery, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
-import { ADDRESS_COLUMNS } from './contact-columns';
+import { ADDRESS_COLUMNS } from '../../contacts/columns';
 
 interface ContactRow {
   id: number;

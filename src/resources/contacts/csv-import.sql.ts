@@ -1,4 +1,4 @@
-import { TEXT_COLUMNS } from './contact-columns';
+import { TEXT_COLUMNS } from '../../contacts/columns';
 
 /**
  * SQL of the CSV import (csv-import.service.ts has the flow; bench/README.md the figures).

@@ -2,7 +2,7 @@ import { invalid } from '../../http/errors';
 import { EMAIL_PATTERN, isEmail } from '../../http/fields';
 import { bytesOf, isAscii, textOf, trimBytes } from './byte-strings';
 import { checkCustomValue, type CustomField } from './custom-values';
-import { TEXT_COLUMNS } from './contact-columns';
+import { TEXT_COLUMNS } from '../../contacts/columns';
 
 /**
  * The row checks of the CSV import: which column is which (by header), and whether a record

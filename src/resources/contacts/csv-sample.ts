@@ -1,6 +1,6 @@
 import type { Ctx } from '../../context';
 import { loadCustomFields } from './custom-values';
-import { RESERVED_COLUMNS } from './contact-columns';
+import { RESERVED_COLUMNS } from '../../contacts/columns';
 
 
 const EXAMPLE: Record<string, string> = {

@@ -4,10 +4,9 @@ import { invalid, notFound1, notFound2, type NotFound } from '../../http/errors'
 import { listRows, type Listed, type Paging } from '../../http/pagination';
 import { keysetBatches } from '../../http/stream';
 import { deleteById, scoped } from '../shared/crud';
-import { accountFields } from '../fields/fields.service';
-import { parseRules, type Rule, type RuleField } from './segment-rules';
+import { parseRules, type Rule, type RuleField } from '../../contacts/segment-rules';
 import type { SegmentInput, StoreRecipientInput } from './segments.schemas';
-import { contactMembers, countMembers, recipientMembers, type SegmentRow } from './segments.sql';
+import { contactMembers, countMembers, loadRuleFields, recipientMembers, storedRules, type SegmentRow } from '../../contacts/segments.sql';
 
 const RECORD_FIELDS = [
   'id',
@@ -23,18 +22,6 @@ const RECORD_FIELDS = [
   'updated_at',
 ] as const;
 
-/** Reserved fields and the account's custom fields, by id: what a rule may name. */
-export async function loadRuleFields(ctx: Ctx): Promise<Map<number, RuleField>> {
-  const rows = (await accountFields(ctx).select('id', 'field_name', 'field_type', 'is_reserved')) as RuleField[];
-  return new Map(rows.map((f) => [f.id, f]));
-}
-
-/** The stored rules, re-parsed against the current fields (a deleted field matches nobody). */
-export function storedRules(seg: SegmentRow, fields: Map<number, RuleField>): Rule[] | undefined {
-  const parsed = parseRules(seg, fields);
-  return 'rules' in parsed ? parsed.rules : undefined;
-}
-
 export async function findSegment(ctx: Ctx, id: number, notFound: NotFound = notFound1, db: Knex = ctx.db): Promise<SegmentRow> {
   const seg = (await scoped(ctx, 'segments', db).where({ id }).whereNull('deleted_at').first()) as SegmentRow | undefined;
   if (!seg) throw notFound();
@@ -42,7 +29,7 @@ export async function findSegment(ctx: Ctx, id: number, notFound: NotFound = not
 }
 
 /**
- * Member counts, from each segment's cache while its key is current (see segments.sql.ts),
+ * Member counts, from each segment's cache while its key is current (see src/contacts/segments.sql.ts),
  * else counted — all stale segments in one statement — and cached again: a constant number
  * of queries however many segments are listed (one when every count is cached).
  */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
 import type { TemplateRecord } from './templates.schemas';
-import { accountFields } from '../fields/fields.service';
+import { accountFields } from '../../contacts/fields';
 
 const TABLE = 'templates';
 const COLUMNS = ['id', 'template_name', 'preview_image', 'json_code', 'html_code', 'is_blank', 'created_at', 'updated_at'];

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import type { FieldErrors } from '../../http/errors';
-import { TEXT_COLUMNS } from '../contacts/contact-columns';
+import type { FieldErrors } from '../http/errors';
+import { TEXT_COLUMNS } from './columns';
 
 /**
  * Segment rules → one SQL predicate over a contacts row (alias `c`). Rules are validated
@@ -114,7 +114,7 @@ export function parseRules(input: RuleInput, fields: Map<number, RuleField>): { 
   return Object.keys(errors).length ? { errors } : { rules };
 }
 
-/** The SQL expression of each reserved field (contact-columns.ts names them). */
+/** The SQL expression of each reserved field (columns.ts names them). */
 const RESERVED_EXPRESSIONS: Record<string, string> = {
   ...Object.fromEntries(TEXT_COLUMNS.map((col) => [col, `c.${col}`])),
   email: 'c.email',

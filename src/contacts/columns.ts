@@ -1,4 +1,8 @@
 /**
+ * src/contacts: what both the API (src/resources) and the sending (src/delivery) know of a
+ * contact — its reserved columns (here), the fields a rule may name (fields.ts), segment rules
+ * (segment-rules.ts) and segment membership as SQL (segments.sql.ts) — below both of them.
+ *
  * A contact's reserved columns, named once: the CSV import, the sample CSV, the contact
  * service, the segment rules and the renderer's placeholders all list them from here.
  */

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
-import { compileRules, type Rule } from './segment-rules';
+import type { Ctx } from '../context';
+import { accountFields } from './fields';
+import { compileRules, parseRules, type Rule, type RuleField } from './segment-rules';
 
 export interface SegmentRow {
   id: number;
@@ -110,4 +112,16 @@ export async function countMembers(
   const row = (await db.select(columns).first()) as Record<string, string | number>;
   segments.forEach(({ seg }, i) => out.set(seg.id, { count: Number(row[`c${i}`]), key: `${row[`v${i}`]}:${row[`r${i}`]}` }));
   return out;
+}
+
+/** Reserved fields and the account's custom fields, by id: what a rule may name. */
+export async function loadRuleFields(ctx: Ctx): Promise<Map<number, RuleField>> {
+  const rows = (await accountFields(ctx).select('id', 'field_name', 'field_type', 'is_reserved')) as RuleField[];
+  return new Map(rows.map((f) => [f.id, f]));
+}
+
+/** The stored rules, re-parsed against the current fields (a deleted field matches nobody). */
+export function storedRules(seg: SegmentRow, fields: Map<number, RuleField>): Rule[] | undefined {
+  const parsed = parseRules(seg, fields);
+  return 'rules' in parsed ? parsed.rules : undefined;
 }

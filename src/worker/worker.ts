@@ -6,15 +6,14 @@ import { purgeExpired } from '../events/retention';
 import { runDueJobs, type JobKind } from '../jobs/runner';
 import { abDecision, noticeFinishedTestGroups } from '../ab/decision';
 import { runWebhooks } from '../webhooks/dispatch';
-import { runAutomations } from './automation-engine';
-import { DesignCache } from './designs';
+import { runAutomations } from '../delivery/automation-engine';
+import { DesignCache } from '../delivery/designs';
 import { BounceMailboxFollower } from '../bounces/imap-follower';
 import type { Mailer } from '../mail/mailer';
-import { completeSends, fanOutSome, startDueSends } from './scheduler';
-import { Sender } from './sender';
-import { GlobalThrottle, Throttle } from './throttle';
-import { WakeListener } from './wake-up';
-import { Alarm } from '../alarm';
+import { completeSends, fanOutSome, startDueSends } from '../delivery/scheduler';
+import { Sender } from '../delivery/sender';
+import { GlobalThrottle, Throttle } from '../delivery/throttle';
+import { Alarm, WakeListener } from '../jobs/wake';
 
 export interface WorkerDeps {
   config: Config;
@@ -36,7 +35,8 @@ interface Loop {
 }
 
 /**
- * The worker. Everything it knows is in PostgreSQL, so it can be killed at any point and another
+ * The worker: the composition root of the worker process (src/server.ts starts it beside the API,
+ * `herald worker` alone), above everything it runs. Everything it knows is in PostgreSQL, so it can be killed at any point and another
  * worker (or itself, restarted) carries on. Its loops, by name (docs/CONTEXT.md, "worker loop"),
  * each run side by side, so a slow one holds up none of the others — writing a large audience
  * never holds sending up, sending never waits for housekeeping, a slow webhook endpoint (up to
@@ -44,7 +44,7 @@ interface Loop {
  *
  * - `housekeeping`: starts due sends, runs automations, writes audiences (fan-out) and completes
  *   sends (src/delivery/scheduler.ts, automation-engine.ts); the API wakes it when it made a send
- *   due or set an automation live (src/delivery/wake-up.ts, a LISTEN session of the worker's own);
+ *   due or set an automation live (src/jobs/wake.ts, a LISTEN session of the worker's own);
  * - `sending`: claims recipient rows, renders, sends and records them (src/delivery/sender.ts);
  * - `webhooks`: batches new events for webhook endpoints and sends due webhook batches
  *   (src/webhooks/dispatch.ts; batches are jobs of the job runner, src/jobs);
