@@ -1,5 +1,9 @@
 import type { Knex } from 'knex';
+import { z } from 'zod';
 import { recordAccountEvent } from '../events/account-events';
+import { invalid } from '../http/errors';
+import { integer } from '../http/fields';
+import { validate } from '../http/validate';
 import { claimPerAccount } from '../db/per-account';
 import { defineJob, enqueue } from '../jobs/kind';
 import type { JobDeps } from '../jobs/runner';
@@ -74,9 +78,15 @@ async function applyDecision(trx: Knex.Transaction, test: TestRow, winner: numbe
               .count<{ n: string }[]>({ n: '*' })
           )[0].n,
         );
-  await trx('ab_tests')
+  // The release matches the test's row only while it is open to a decision and its winner is one
+  // of its variations (the claim joins the winner's variation by index): else it fails here, and
+  // the caller's transaction rolls back whole — never a test decided with nothing to release.
+  const updated = await trx('ab_tests')
     .where({ user_id: test.user_id, single_send_id: test.single_send_id })
     .whereIn('status', DECIDE.from)
+    .whereExists((q) =>
+      q.select(trx.raw('1')).from('single_send_variations as v').where({ 'v.user_id': test.user_id, 'v.single_send_id': test.single_send_id, 'v.idx': winner }),
+    )
     .update({
       status: DECIDE.to,
       winner,
@@ -86,6 +96,9 @@ async function applyDecision(trx: Knex.Transaction, test: TestRow, winner: numbe
       result: JSON.stringify({ variations: results }),
       updated_at: trx.fn.now(),
     });
+  if (updated !== 1) {
+    throw new Error(`A/B test of single send ${test.single_send_id}: the release to variation ${winner} matched no open test with that variation; nothing was decided`);
+  }
   const best = results[winner]?.probability_best ?? null;
   await recordAccountEvent(
     { db: trx },
@@ -122,13 +135,24 @@ export async function decideOnEvidence(
   return { outcome: 'decided', released, releaseMs: Date.now() - started };
 }
 
-/** A person's pick, while the test runs (ending it early) or waits. Returns false when it is no longer open to a pick. */
-export async function decideByHand(trx: Knex.Transaction, test: TestRow, winner: number): Promise<boolean> {
-  if (!DECIDE.from.includes(test.status)) return false;
+/** A pick names a variation by its index: 0 for A (the send's own) to 5 for F. */
+const PICK = z.object({ variation: integer(0, 5) });
+
+/**
+ * A person's pick (POST /single/send/ab/winner and the dashboard's buttons both come here), while
+ * the test runs (ending it early) or waits. `variation` is taken as the caller has it — a number,
+ * or a form's string — and checked here, once for both: a whole number naming one of the test's
+ * variations. VAL (in the schema's words) for anything else, for a test not started and for one
+ * already decided; nothing is written then.
+ */
+export async function decideByHand(trx: Knex.Transaction, test: TestRow, variation: unknown): Promise<void> {
+  const { variation: winner } = validate(PICK, { variation: variation === '' ? undefined : variation });
   const loaded = await loadVariations(trx, test.user_id, test.single_send_id, test.winner_criteria);
+  if (winner >= loaded.rows.length) throw invalid({ variation: ['The selected variation is invalid.'] });
+  if (test.status === AbStatus.Pending) throw invalid({ utr: ['The A/B test has not started yet.'] });
+  if (!DECIDE.from.includes(test.status)) throw invalid({ utr: ['The A/B test is already decided.'] });
   const results = await describeVariations(trx, test.user_id, test.type, loaded);
   await applyDecision(trx, test, winner, 'manual', results);
-  return true;
 }
 
 /** The decision as a job of the job runner, due `duration_minutes` after the test group's last message. */

@@ -1,7 +1,10 @@
+import request from 'supertest';
+import { decideByHand, lockTest } from '../../src/ab/decision';
 import { singleSendRecord, singleSendResponse } from '../../src/resources/single-sends/single-sends.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
 import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { signIn } from '../dashboard/lib/session';
 
 /**
  * The A/B fields of single-send create and update, what details, the list and duplicate make of
@@ -246,5 +249,68 @@ describe('POST /single/send/ab/winner', () => {
     await db('ab_tests').where({ single_send_id: id }).update({ status: 'decided', winner: 0, decided_by: 'manual', decided_at: db.fn.now() });
     expectVal(await pick(utr, 1), { utr: ['The A/B test is already decided.'] });
     expect(await db('ab_tests').where({ single_send_id: id }).first('winner')).toEqual({ winner: 0 });
+  });
+
+  /** An A/B send of three variations whose test waits for a person. */
+  async function waiting(): Promise<{ utr: string; id: number }> {
+    const utr = await created({ ab_test_type: 'subject', 'ab_variations[0][subject]': 'B', 'ab_variations[1][subject]': 'C' });
+    const { id } = await db('single_sends').where({ utr }).first('id');
+    await db('ab_tests').where({ single_send_id: id, user_id: a.id }).update({ status: 'waiting', test_size: 3, audience_size: 10, test_done_at: db.fn.now() });
+    return { utr, id };
+  }
+
+  const decision = (id: number) => db('ab_tests').where({ single_send_id: id, user_id: a.id }).first('status', 'winner', 'decided_by', 'releasing');
+  const decidedEvents = (id: number) => db('events').where({ single_send_id: id, user_id: a.id, type: 'single_send.ab_decided' }).select('data');
+
+  it('refuses -1, an empty value and a non-number, changes nothing, and a valid pick then decides', async () => {
+    const { utr, id } = await waiting();
+    expectVal(await pick(utr, -1), { variation: ['The variation must be at least 0.'] });
+    expectVal(await pick(utr, ''), { variation: ['The variation field is required.'] });
+    expectVal(await pick(utr, 'abc'), { variation: ['The variation must be an integer.'] });
+    expectVal(await pick(utr, 3), { variation: ['The selected variation is invalid.'] });
+    expect(await decision(id)).toEqual({ status: 'waiting', winner: null, decided_by: null, releasing: false });
+    expect(await decidedEvents(id)).toEqual([]);
+    expectSuccess(await pick(utr, 2), 'Winner Selected Successfully');
+    expect(await decision(id)).toEqual({ status: 'decided', winner: 2, decided_by: 'manual', releasing: true });
+    expect((await decidedEvents(id)).map((e: { data: { winner: number } }) => e.data.winner)).toEqual([2]);
+  });
+
+  it('the dashboard’s pick goes through the same check: -1, an empty value and a non-number are refused with the reason, nothing changes, and a valid pick then decides', async () => {
+    const { utr, id } = await waiting();
+    const session = await signIn(app, a);
+    const pickOnPage = (variation: string) =>
+      request(app).post(`/app/sends/${utr}/ab/winner`).set('Cookie', session.cookie).type('form').send({ _csrf: session.csrf, variation });
+    for (const [variation, reason] of [
+      ['-1', 'The variation must be at least 0.'],
+      ['', 'The variation field is required.'],
+      ['abc', 'The variation must be an integer.'],
+      ['3', 'The selected variation is invalid.'],
+    ]) {
+      const res = await pickOnPage(variation);
+      expect({ variation, status: res.status, reason: res.text.includes(`<li>${reason}</li>`) }).toEqual({ variation, status: 422, reason: true });
+    }
+    expect(await decision(id)).toEqual({ status: 'waiting', winner: null, decided_by: null, releasing: false });
+    expect(await decidedEvents(id)).toEqual([]);
+    const res = await pickOnPage('1');
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe(`/app/sends/${utr}#ab`);
+    expect(await decision(id)).toEqual({ status: 'decided', winner: 1, decided_by: 'manual', releasing: true });
+  });
+
+  it('a release that matches no test open to a decision fails and rolls back: no decision, no event', async () => {
+    const { id } = await waiting();
+    // The test as a caller read it before another decided it: it looks open, the row is not.
+    const stale = await db.transaction((trx) => lockTest(trx, a.id, id));
+    await db('ab_tests').where({ single_send_id: id, user_id: a.id }).update({ status: 'decided', winner: 0, decided_by: 'original', decided_at: db.fn.now() });
+    await expect(db.transaction((trx) => decideByHand(trx, stale!, 1))).rejects.toThrow(/matched no open test/);
+    expect(await decision(id)).toEqual({ status: 'decided', winner: 0, decided_by: 'original', releasing: false });
+    expect(await decidedEvents(id)).toEqual([]);
+  });
+
+  it('the database refuses a winner below 0', async () => {
+    const { id } = await waiting();
+    await expect(
+      db('ab_tests').where({ single_send_id: id, user_id: a.id }).update({ status: 'decided', winner: -1, decided_by: 'manual', decided_at: db.fn.now() }),
+    ).rejects.toMatchObject({ code: '23514', constraint: 'ab_tests_winner_check' });
   });
 });

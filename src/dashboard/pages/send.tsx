@@ -246,8 +246,8 @@ export async function sendReportPage(req: Request, res: Response, p: PageContext
 /** A person picks the A/B winner (POST /single/send/ab/winner's service); the report again, or why not. */
 export async function pickWinnerAction(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
-  const variation = Number((req.body as Record<string, unknown>).variation);
-  await pickAbWinner(p.ctx, utr, Number.isInteger(variation) ? variation : -1);
+  // As the form sent it: the service checks it (a refusal is this page's 422 with its message).
+  await pickAbWinner(p.ctx, utr, (req.body as Record<string, unknown>).variation);
   res.redirect(303, `/app/sends/${utr}#ab`);
 }
 
