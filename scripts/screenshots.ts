@@ -6,6 +6,10 @@
  *
  *   DATABASE_URL=postgres://… npx tsx scripts/screenshots.ts [--out docs/images]
  *
+ * The browser is looked for first, before anything touches the database: CHROMIUM_PATH, else
+ * `chromium` (Debian: `apt-get install chromium`) or Chrome on PATH. Without one, or without
+ * DATABASE_URL, it says so and exits 1.
+ *
  * The demo's facts go through Herald's own event recorder (the statistics consumer keeps every
  * counter the pages read); each batch is then moved to the hour it stands for, so the charts
  * show days and hours instead of the minute the script ran.
@@ -28,7 +32,7 @@ import { outboxMailer } from '../src/mail/mailer';
 import { ROOT } from '../src/paths';
 import { prepareDatabase } from '../src/server';
 import { countQueued } from '../src/statistics';
-import { launchChromium } from '../test/helpers/browser';
+import { CHROMIUM, launchChromium } from '../test/helpers/browser';
 
 const OUT = path.resolve(ROOT, process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : 'docs/images');
 const HOUR = 3_600_000;
@@ -129,9 +133,26 @@ async function demo(db: Knex, userId: number): Promise<string> {
   return latest;
 }
 
+/** Why the script cannot run here (no browser, no database), or null. */
+function missing(): string | null {
+  if (!CHROMIUM) return 'no Chromium found: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH to a Chromium or Chrome executable';
+  try {
+    fs.accessSync(CHROMIUM, fs.constants.X_OK);
+  } catch {
+    return `CHROMIUM_PATH=${CHROMIUM} is not an executable file: install Chromium (Debian: apt-get install chromium) or point CHROMIUM_PATH at one`;
+  }
+  if (!process.env.DATABASE_URL) return 'DATABASE_URL must name a database the screenshots may write a demo account into';
+  return null;
+}
+
 async function main(): Promise<void> {
-  const url = process.env.DATABASE_URL;
-  if (!url) throw new Error('DATABASE_URL must name a database the screenshots may write a demo account into');
+  const why = missing();
+  if (why) {
+    process.stderr.write(`npm run screenshots: ${why}. Nothing was written.\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const url = process.env.DATABASE_URL!;
   const logger = createLogger('silent');
   const db = createDb({ url, logger });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-screenshots-'));

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -151,5 +152,81 @@ describe('herald serve refuses a bad configuration before anything starts', () =
     const { code, stderr } = await heraldProcess({ ...base(), DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, 'inbound');
     expect(code).toBe(2);
     expect(stderr).toContain('herald inbound needs BOUNCE_DOMAIN');
+  });
+});
+
+describe('how Herald is started (issue 33: the V8 flag, npm run screenshots)', () => {
+  const ROOT = path.resolve(__dirname, '..', '..');
+  const FLAG = '--no-allocation-site-pretenuring';
+
+  /** Runs `file args` with a preload that reports the process's node options (process.execArgv). */
+  function execArgvOf(file: string, args: string[]): Promise<string[]> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-execargv-'));
+    const report = path.join(dir, 'execargv.json');
+    fs.writeFileSync(path.join(dir, 'preload.js'), `require('fs').writeFileSync(${JSON.stringify(report)}, JSON.stringify(process.execArgv));\n`);
+    const child = spawn(file, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_OPTIONS: `--require ${path.join(dir, 'preload.js')}` },
+      stdio: 'ignore',
+    });
+    return new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', () => {
+        try {
+          resolve(JSON.parse(fs.readFileSync(report, 'utf8')) as string[]);
+        } catch (err) {
+          reject(err);
+        } finally {
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      });
+    });
+  }
+
+  it('the herald command runs with V8 pretenuring off from its command line (the shebang), not set after start', async () => {
+    expect(await execArgvOf(path.join(ROOT, 'bin', 'herald.js'), ['--version'])).toContain(FLAG);
+    expect(fs.readFileSync(path.join(ROOT, 'bin', 'herald.js'), 'utf8')).not.toMatch(/setFlagsFromString\s*\(/);
+  });
+
+  it('npm start and the Docker image pass the flag to node before bin/herald.js', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.start).toMatch(new RegExp(`^node (\\S+ )*${FLAG} (\\S+ )*bin/herald\\.js serve$`));
+    const entrypoint = /^ENTRYPOINT (.*)$/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
+    expect(JSON.parse(entrypoint ?? '[]')).toEqual(['node', FLAG, 'bin/herald.js']);
+  });
+
+  /** `npm run screenshots` (scripts/screenshots.ts) with `env`; the demo accounts it wrote, before and after. */
+  async function screenshots(env: Record<string, string>): Promise<{ code: number | null; stderr: string; demoAccounts: [number, number] }> {
+    const demos = async () => Number((await db('accounts').where('email', 'like', 'demo.%@acme.example').count<{ n: string }[]>('* as n'))[0].n);
+    const before = await demos();
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'screenshots.ts'), '--out', os.tmpdir()], {
+      cwd: ROOT,
+      env: { HOME: process.env.HOME ?? '', DATABASE_URL: testDatabaseUrl(), ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    return { code, stderr, demoAccounts: [before, await demos()] };
+  }
+
+  it('npm run screenshots without a browser says how to get one and exits 1 before writing anything', async () => {
+    // A PATH holding node only: no chromium on it.
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-nochromium-'));
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    try {
+      const none = await screenshots({ PATH: bin });
+      expect(none.code).toBe(1);
+      expect(none.stderr).toMatch(/^npm run screenshots: no Chromium found: install it \(Debian: apt-get install chromium\) or set CHROMIUM_PATH/);
+      expect(none.stderr).not.toMatch(/\n\s+at /); // a message, not a stack
+      expect(none.demoAccounts[1]).toBe(none.demoAccounts[0]);
+
+      const wrong = await screenshots({ PATH: bin, CHROMIUM_PATH: path.join(bin, 'chromium') });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain(`CHROMIUM_PATH=${path.join(bin, 'chromium')} is not an executable file`);
+      expect(wrong.demoAccounts[1]).toBe(wrong.demoAccounts[0]);
+    } finally {
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   });
 });
