@@ -5,7 +5,7 @@ import { recordMessageEvents } from '../events/record';
 import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import type { MessageEvent, MessageRef } from '../events/types';
 import { lookupToken } from '../recipient-token';
-import { softBounceCounts, suppress, unsubscribeGlobally, type Suppression } from '../suppression';
+import { softBounceCounts, suppress, unsubscribeGlobally, type Suppression, type SuppressionSource } from '../suppression';
 
 /**
  * What every inbound channel learned about a message it can name — SMTP (DSN, ARF), a bounce
@@ -13,9 +13,7 @@ import { softBounceCounts, suppress, unsubscribeGlobally, type Suppression } fro
  * event (bounced / deferred / complained, which moves the statistics), the suppression policy
  * and the kept report. docs/decisions.md, "Bounces, complaints and suppressions".
  */
-export type OutcomeSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api';
-
-export interface Outcome {
+export interface ReportedOutcome {
   kind: 'hard' | 'soft' | 'deferred' | 'complaint';
   /** The recipient row: by the recipient token Herald put in the message (VERP local part, provider metadata) or by the Message-ID Herald gave it (with or without <>). */
   match: { token: string } | { messageId: string };
@@ -23,7 +21,8 @@ export interface Outcome {
   email: string | null;
   status: string | null; // enhanced status like '5.1.1'
   diagnostic: string;
-  source: OutcomeSource;
+  /** Which channel reported it (the suppression it may cause keeps the same word). */
+  source: SuppressionSource;
   raw?: Buffer | string; // the report as received; kept ≤ 256 KB
   /** A complaint's ARF Feedback-Type (abuse, fraud, …), kept in the event. */
   feedbackType?: string;
@@ -42,7 +41,7 @@ type Row = SourceRefColumns & {
 const ROW_COLUMNS = ['id', 'user_id', ...SOURCE_REF_COLUMNS, 'email', 'token'].map((c) => `d.${c}`).join(', ');
 
 /** The token an outcome names: the VERP/metadata token itself, or the local part of Herald's Message-ID. */
-function tokenOf(match: Outcome['match']): string {
+function tokenOf(match: ReportedOutcome['match']): string {
   if ('token' in match) return match.token.trim();
   const id = match.messageId.trim().replace(/^<|>$/g, '');
   const at = id.lastIndexOf('@');
@@ -50,7 +49,7 @@ function tokenOf(match: Outcome['match']): string {
 }
 
 /** The recipient row of each outcome (undefined: not one of this installation's rows, or a report naming another address). */
-async function findRows(db: Knex, key: Buffer, outcomes: Outcome[]): Promise<Array<Row | undefined>> {
+async function findRows(db: Knex, key: Buffer, outcomes: ReportedOutcome[]): Promise<Array<Row | undefined>> {
   const lookups = outcomes.map((o) => lookupToken(key, tokenOf(o.match)));
   const keys = lookups.flatMap((l) => (l?.by === 'key' ? [{ id: l.ref.deliveryId, user_id: l.ref.userId }] : []));
   const legacy = lookups.flatMap((l) => (l?.by === 'legacy' ? [l.token] : []));
@@ -83,13 +82,13 @@ async function findRows(db: Knex, key: Buffer, outcomes: Outcome[]): Promise<Arr
   });
 }
 
-function keptRaw(raw: Outcome['raw']): string | null {
+function keptRaw(raw: ReportedOutcome['raw']): string | null {
   if (raw === undefined) return null;
   const bytes = typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw;
   return bytes.subarray(0, MAX_KEPT_BYTES).toString('base64');
 }
 
-function eventOf(o: Outcome, ref: MessageRef): MessageEvent {
+function eventOf(o: ReportedOutcome, ref: MessageRef): MessageEvent {
   const diagnostic = o.diagnostic.slice(0, 1000);
   if (o.kind === 'deferred') return { ...ref, type: 'deferred', data: { status: o.status, diagnostic, source: o.source } };
   if (o.kind === 'complaint') {
@@ -99,7 +98,7 @@ function eventOf(o: Outcome, ref: MessageRef): MessageEvent {
 }
 
 interface Applied {
-  o: Outcome;
+  o: ReportedOutcome;
   row: Row;
   reportId: number;
 }
@@ -147,7 +146,7 @@ async function applyPolicy(trx: Knex.Transaction, config: Deps['config'], applie
 }
 
 /** Applies each outcome once: events (bounced/deferred/complained, with statistics), the suppression policy, the kept report. Outcomes matching no row of this installation are ignored. Returns how many were applied. */
-export async function applyOutcomes(deps: Pick<Deps, 'db' | 'config' | 'logger'>, outcomes: Outcome[]): Promise<number> {
+export async function applyOutcomes(deps: Pick<Deps, 'db' | 'config' | 'logger'>, outcomes: ReportedOutcome[]): Promise<number> {
   return (await applyMatched(deps, outcomes)).applied;
 }
 
@@ -167,7 +166,7 @@ interface Result {
  * the 30 s target). A batch that fails is retried call by call, so one bad report fails
  * alone.
  */
-export function applyMatched(deps: Pick<Deps, 'db' | 'config' | 'logger'>, outcomes: Outcome[]): Promise<Result> {
+export function applyMatched(deps: Pick<Deps, 'db' | 'config' | 'logger'>, outcomes: ReportedOutcome[]): Promise<Result> {
   if (outcomes.length === 0) return Promise.resolve({ matched: 0, applied: 0 });
   let queue = queues.get(deps.db);
   if (!queue) queues.set(deps.db, (queue = new GroupCommit(deps)));
@@ -178,7 +177,7 @@ export function applyMatched(deps: Pick<Deps, 'db' | 'config' | 'logger'>, outco
 const MAX_BATCH = 500;
 
 interface Waiting {
-  outcomes: Outcome[];
+  outcomes: ReportedOutcome[];
   resolve(r: Result): void;
   reject(err: unknown): void;
 }
@@ -191,7 +190,7 @@ class GroupCommit {
 
   constructor(private readonly deps: Pick<Deps, 'db' | 'config' | 'logger'>) {}
 
-  submit(outcomes: Outcome[]): Promise<Result> {
+  submit(outcomes: ReportedOutcome[]): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.waiting.push({ outcomes, resolve, reject });
       if (!this.running) void this.drain();
@@ -223,7 +222,7 @@ class GroupCommit {
 }
 
 /** One transaction for several callers' outcomes; each caller's result, in order. */
-async function applyBatch(deps: Pick<Deps, 'db' | 'config' | 'logger'>, groups: Outcome[][]): Promise<Result[]> {
+async function applyBatch(deps: Pick<Deps, 'db' | 'config' | 'logger'>, groups: ReportedOutcome[][]): Promise<Result[]> {
   const { db, config } = deps;
   const results = groups.map(() => ({ matched: 0, applied: 0 }));
   const outcomes = groups.flat();

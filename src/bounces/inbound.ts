@@ -1,5 +1,5 @@
 import type { Deps } from '../context';
-import { applyMatched, type Outcome } from './apply';
+import { applyMatched, type ReportedOutcome } from './apply';
 import { classify, parseReport } from './parse';
 import { verpToken } from './verp';
 
@@ -28,13 +28,13 @@ export async function processInbound(
       if (token) break;
     }
   }
-  const outcomes = (match: Outcome['match']): Outcome[] => {
+  const outcomes = (match: ReportedOutcome['match']): ReportedOutcome[] => {
     const source = opts.via === 'imap' ? 'imap' : report.type === 'complaint' ? 'arf' : 'dsn';
     if (report.type === 'complaint') {
       const r = report.recipients[0];
       return [{ kind: 'complaint', match, email: r?.email || null, status: null, diagnostic: r?.diagnostic ?? '', source, raw, feedbackType: report.feedbackType }];
     }
-    return report.recipients.flatMap((r): Outcome[] => {
+    return report.recipients.flatMap((r): ReportedOutcome[] => {
       const kind = classify(r);
       // A forward or alias bounced: the Original-Recipient is the address Herald sent to.
       const email = r.originalRecipient || r.email || null;

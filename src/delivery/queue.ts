@@ -212,7 +212,7 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
   );
 }
 
-export type Outcome =
+export type SendOutcome =
   | { status: typeof DeliveryStatus.Sent; messageId: string }
   | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string; code?: number }
   | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date; code?: number };
@@ -244,7 +244,7 @@ type Applied = SourceRefColumns & {
   id: string | number;
   user_id: number;
   email: string;
-  status: Outcome['status'];
+  status: SendOutcome['status'];
   error: string | null;
   code: number | null;
 };
@@ -300,7 +300,7 @@ export interface SoftBouncePolicy {
  * transaction, so an outcome and its event are never one without the other. Returns how many
  * outcomes applied.
  */
-export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Outcome[], policy?: SoftBouncePolicy): Promise<number> {
+export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: SendOutcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
   // When the batch is recorded (Citus refuses now() inside the statement's COALESCE and CASE).
   const now = new Date().toISOString();

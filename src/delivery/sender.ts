@@ -9,7 +9,7 @@ import { retryDelay } from '../jobs/backoff';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache, type LoadedDesign } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
-import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type Outcome } from './queue';
+import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from './queue';
 import { AccountTurns, onCitus } from '../db/per-account';
 import type { RecipientData } from './render';
 
@@ -35,7 +35,7 @@ function recipientData(row: ClaimedRow, token: string, clickUrl: (linkId: number
 /** A claimed half-batch: its rows, how many were started and finished, their outcomes. */
 interface Half {
   rows: ClaimedRow[];
-  outcomes: Outcome[];
+  outcomes: SendOutcome[];
   started: number;
   finished: number;
 }
@@ -196,7 +196,7 @@ export class Sender {
   }
 
   /** One message: render, send, and what came of it. Never throws (a failure is an outcome). */
-  private async sendOne(row: ClaimedRow, key: Buffer): Promise<Outcome> {
+  private async sendOne(row: ClaimedRow, key: Buffer): Promise<SendOutcome> {
     const { config, designs, mailer, throttle } = this.deps;
     try {
       const design = designs.peek(row) ?? (await designs.get(row));

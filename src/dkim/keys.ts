@@ -11,8 +11,6 @@ import { masterKey, seal, unseal } from './master-key';
  * reading the one that signs, rotating. See migrations/202611300100_dkim-keys.ts for the table;
  * a key's state and its DNS record's status are machines of src/states.ts.
  */
-export { KeyState };
-export type RecordStatus = DnsRecordStatus;
 
 /** A rotation retires the pending key it replaces; a promotion retires the active key. */
 const REPLACE_PENDING = keyState.move(KeyState.Pending, KeyState.Retired);
@@ -28,8 +26,8 @@ export interface KeyRow {
   public_key: string;
   private_key: Buffer;
   state: KeyState;
-  dns_status: RecordStatus;
-  checks: Record<string, RecordStatus>;
+  dns_status: DnsRecordStatus;
+  checks: Record<string, DnsRecordStatus>;
   checked_at: string | null;
   verified_at: string | null;
 }

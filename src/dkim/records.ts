@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { isIP } from 'node:net';
 import type { Config } from '../config';
 import type { Dns } from '../dns';
-import { DnsRecordStatus } from '../states';
-import { ensureKey, liveKeys, promotePending, KeyState, type KeyRow, type RecordStatus } from './keys';
+import { DnsRecordStatus, KeyState } from '../states';
+import { ensureKey, liveKeys, promotePending, type KeyRow } from './keys';
 import { forgetKeys } from './sign';
 
 /**
@@ -21,7 +21,7 @@ export interface DnsRecord {
   type: 'TXT' | 'MX';
   host: string;
   value: string;
-  status: RecordStatus;
+  status: DnsRecordStatus;
 }
 
 export interface DomainRecords {
@@ -83,7 +83,7 @@ function tags(record: string): Map<string, string> {
   return out;
 }
 
-async function checkDkim(dns: Dns, host: string, key: KeyRow): Promise<RecordStatus> {
+async function checkDkim(dns: Dns, host: string, key: KeyRow): Promise<DnsRecordStatus> {
   const found = (await dns.txt(host)).map(tags).filter((t) => t.has('p'));
   if (!found.length) return DnsRecordStatus.Missing;
   return found.some((t) => t.get('p') === key.public_key && (t.get('k') ?? 'rsa') === 'rsa') ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
@@ -91,7 +91,7 @@ async function checkDkim(dns: Dns, host: string, key: KeyRow): Promise<RecordSta
 
 const bareHost = (h: string) => h.toLowerCase().replace(/\.$/, '');
 
-async function checkOne(dns: Dns, config: RecordConfig, record: DnsRecord, key: KeyRow | undefined): Promise<RecordStatus> {
+async function checkOne(dns: Dns, config: RecordConfig, record: DnsRecord, key: KeyRow | undefined): Promise<DnsRecordStatus> {
   switch (record.purpose) {
     case 'dkim':
       return checkDkim(dns, record.host, key!);
@@ -124,9 +124,9 @@ export async function checkRecords(db: Knex, config: RecordConfig, dns: Dns, use
   const keys = await liveKeys(db, userId, domain);
   const keyOf = (host: string) => keys.find((k) => `${k.selector}._domainkey.${domain}` === host);
   const statuses = await Promise.all(
-    records.map((r) => checkOne(dns, config, r, keyOf(r.host)).catch((): RecordStatus => DnsRecordStatus.Unchecked)),
+    records.map((r) => checkOne(dns, config, r, keyOf(r.host)).catch((): DnsRecordStatus => DnsRecordStatus.Unchecked)),
   );
-  const domainChecks: Record<string, RecordStatus> = {};
+  const domainChecks: Record<string, DnsRecordStatus> = {};
   records.forEach((r, i) => {
     if (r.purpose !== 'dkim') domainChecks[r.purpose] = statuses[i];
   });

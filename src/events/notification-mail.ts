@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { jobTable, type Claimed } from '../jobs/table';
-import type { JobKind, Outcome } from '../jobs/runner';
+import type { JobKind, JobOutcome } from '../jobs/runner';
 import { escapeHtml } from '../mail/escape-html';
 import type { Address } from '../mail/mime';
 import { sendSystemMail, systemMailHtml, type SystemMailDeps } from '../mail/system-mail';
@@ -48,7 +48,7 @@ async function notification(db: Knex, job: { user_id: number; event_id: number }
  * next attempt; those mailed are counted and never mailed again. An event that is gone (purged)
  * leaves nothing to mail: the job is done.
  */
-async function mailNotice(deps: NotificationDeps, job: Claimed<NotificationJob>): Promise<Outcome> {
+async function mailNotice(deps: NotificationDeps, job: Claimed<NotificationJob>): Promise<JobOutcome> {
   const mail = await notification(deps.db, job);
   const to = mail ? (job.payload.to ?? []) : [];
   const failed: Address[] = [];

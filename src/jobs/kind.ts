@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { JobDeps, JobKind, JobSettings, Outcome } from './runner';
+import type { JobDeps, JobKind, JobSettings, JobOutcome } from './runner';
 import { JOBS, type Claimed } from './table';
 
 /**
@@ -26,7 +26,7 @@ export interface JobDefinition<P, D extends JobDeps> {
   /** `[a-z][a-z0-9_.-]*`, at most 64 characters (the table's CHECK). */
   name: string;
   settings(config: JobDeps['config']): JobSettings;
-  handle(deps: D, job: Claimed<QueuedJob<P>>): Promise<Outcome>;
+  handle(deps: D, job: Claimed<QueuedJob<P>>): Promise<JobOutcome>;
   transactional?: boolean;
 }
 

@@ -41,7 +41,7 @@ export interface JobDeps {
  * its kind's last attempt, then failed; a `permanent` failure fails it at once. `set` writes
  * columns of the job's own with the outcome (what is left to do, an answer's status …).
  */
-export type Outcome = { ok: true; set?: Columns } | { ok: false; error: string; permanent?: boolean; set?: Columns };
+export type JobOutcome = { ok: true; set?: Columns } | { ok: false; error: string; permanent?: boolean; set?: Columns };
 
 export interface JobKind<Job, D extends JobDeps = JobDeps> {
   /** The kind's name: its loop's name in the worker and the logs, and its `kind` value in a table of several. */
@@ -52,7 +52,7 @@ export interface JobKind<Job, D extends JobDeps = JobDeps> {
    * Does one attempt. A throw counts as a failed attempt (its message kept as the error). With
    * `transactional`, `deps.db` is the transaction the outcome is written in.
    */
-  handle(deps: D, job: Claimed<Job>): Promise<Outcome>;
+  handle(deps: D, job: Claimed<Job>): Promise<JobOutcome>;
   /**
    * The handler's writes and the outcome commit together, and only while the claim holds (the
    * job row is locked and its attempt checked first): work done in the database happens exactly
@@ -61,7 +61,7 @@ export interface JobKind<Job, D extends JobDeps = JobDeps> {
    */
   readonly transactional?: boolean;
   /** Runs in the outcome's transaction once the outcome applied (the claim still held), with the state it wrote. */
-  recorded?(trx: Knex.Transaction, deps: D, job: Claimed<Job>, outcome: Outcome, state: JobStateName): Promise<void>;
+  recorded?(trx: Knex.Transaction, deps: D, job: Claimed<Job>, outcome: JobOutcome, state: JobStateName): Promise<void>;
 }
 
 /**
@@ -85,7 +85,7 @@ export async function runDueJobs<Job, D extends JobDeps>(kind: JobKind<Job, D>, 
 async function attempt<Job, D extends JobDeps>(kind: JobKind<Job, D>, deps: D, settings: JobSettings, job: Claimed<Job>): Promise<void> {
   const log = { kind: kind.name, job: job.id, attempt: job.attempts };
   // A handler that throws has failed this attempt: its error is kept and the job retried like any failure.
-  const failed = (err: unknown): Outcome => {
+  const failed = (err: unknown): JobOutcome => {
     deps.logger.warn({ ...log, err }, 'job attempt failed');
     return { ok: false, error: err instanceof Error ? err.message : String(err) };
   };
@@ -127,7 +127,7 @@ async function record<Job, D extends JobDeps>(
   deps: D,
   settings: JobSettings,
   job: Claimed<Job>,
-  outcome: Outcome,
+  outcome: JobOutcome,
   trx?: Knex.Transaction,
 ): Promise<boolean> {
   const t = kind.table;

@@ -50,7 +50,7 @@ export type Claimed<Row> = Row & { user_id: number; id: number; attempts: number
 /** Columns a job's outcome writes besides the runner's own (a raw expression where it must be). */
 export type Columns = Record<string, Knex.Value | Knex.Raw>;
 
-/** The generic table of job kinds that need no table of their own (src/jobs/kinds.ts). */
+/** The generic table of job kinds that need no table of their own (src/jobs/kind.ts). */
 export const JOBS = jobTable({
   name: 'jobs',
   states: jobStatus,

@@ -40,7 +40,8 @@ export interface SmtpFailure extends Error {
   response?: string;
 }
 
-interface Job {
+/** One message handed to the pool, until the server accepted or refused it. */
+interface Submission {
   /** The envelope's addresses (SMTPConnection writes its state into the envelope object it is given, so each try gets a new one). */
   from: string;
   to: string[];
@@ -80,7 +81,7 @@ export function envelopeFor(from: string, to: string): { from: string; to: strin
 
 export class SmtpPool {
   private readonly idle: Connection[] = [];
-  private readonly waiting: Job[] = [];
+  private readonly waiting: Submission[] = [];
   private open = 0;
   private closed = false;
 
@@ -95,24 +96,24 @@ export class SmtpPool {
   /** Closes the free connections now and the others as their message ends; messages still waiting fail. */
   close(): void {
     this.closed = true;
-    for (const job of this.waiting.splice(0)) job.reject(closedError());
+    for (const submission of this.waiting.splice(0)) submission.reject(closedError());
     for (const c of this.idle.splice(0)) this.retire(c);
   }
 
-  private dispatch(job: Job): void {
-    if (this.closed) return job.reject(closedError());
+  private dispatch(submission: Submission): void {
+    if (this.closed) return submission.reject(closedError());
     let c: Connection | undefined;
-    while ((c = this.idle.pop())) if (!c.dead) return this.deliver(c, job);
+    while ((c = this.idle.pop())) if (!c.dead) return this.transmit(c, submission);
     if (this.open < this.options.size) {
       this.open += 1;
-      this.connect(job);
+      this.connect(submission);
     } else {
-      this.waiting.push(job);
+      this.waiting.push(submission);
     }
   }
 
-  /** Opens a connection (greeting, EHLO, STARTTLS when offered, AUTH when configured) for `job`. */
-  private connect(job: Job): void {
+  /** Opens a connection (greeting, EHLO, STARTTLS when offered, AUTH when configured) for `submission`. */
+  private connect(submission: Submission): void {
     const o = this.options;
     const c = new Connection(
       new SMTPConnection({
@@ -128,12 +129,12 @@ export class SmtpPool {
     const fail = (err: SmtpFailure) => {
       if (settled) return;
       settled = true;
-      job.reject(err);
+      submission.reject(err);
       this.drop(c);
     };
     const ready = () => {
       settled = true;
-      this.deliver(c, job);
+      this.transmit(c, submission);
     };
     // A failure while a message is on the connection also reaches its send callback, which
     // decides. Otherwise (a free connection the server closed or that timed out, or one lost
@@ -156,7 +157,8 @@ export class SmtpPool {
     });
   }
 
-  private deliver(c: Connection, job: Job): void {
+  /** Sends one message on connection `c` (MAIL FROM, RCPT TO, DATA). */
+  private transmit(c: Connection, submission: Submission): void {
     const reused = c.sent > 0;
     c.sent += 1;
     let started = false;
@@ -166,24 +168,24 @@ export class SmtpPool {
     const body = {
       pipe(stream: NodeJS.WritableStream) {
         started = true;
-        stream.write(job.raw);
+        stream.write(submission.raw);
         stream.end();
       },
     };
-    c.smtp.send({ from: job.from, to: job.to.slice() }, body as unknown as Readable, (err) => {
+    c.smtp.send({ from: submission.from, to: submission.to.slice() }, body as unknown as Readable, (err) => {
       c.busy = false;
       if (!err) {
-        job.resolve();
+        submission.resolve();
         return this.release(c);
       }
       const e = err as SmtpFailure;
       // Failures of the connection rather than answers about the message (421, closed, socket error, timeout).
-      if (reused && !started && !job.moved && isTransientError(e)) {
-        job.moved = true;
+      if (reused && !started && !submission.moved && isTransientError(e)) {
+        submission.moved = true;
         this.retire(c);
-        return this.dispatch(job);
+        return this.dispatch(submission);
       }
-      job.reject(e);
+      submission.reject(e);
       if ((e.code === 'EENVELOPE' || e.code === 'EMESSAGE') && e.responseCode !== 421 && !c.dead) {
         return c.smtp.reset((resetErr) => (resetErr ? this.drop(c) : this.release(c)));
       }
@@ -195,7 +197,7 @@ export class SmtpPool {
   private release(c: Connection): void {
     if (c.dead || this.closed) return this.drop(c);
     const next = this.waiting.shift();
-    if (next) return this.deliver(c, next);
+    if (next) return this.transmit(c, next);
     this.idle.push(c);
   }
 

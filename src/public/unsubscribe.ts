@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { recordMessageEvents } from '../events/record';
-import { SOURCE_REF_COLUMNS, sourceRef, type SourceRef } from '../sources';
+import { OWNERS, ownerOf, SOURCE_REF_COLUMNS, sourceRef, type SourceRef } from '../sources';
 import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
@@ -32,15 +32,16 @@ export const resolveMessage: ContextResolver = async (db, token) => {
   const row = await recipient(db('deliveries as d')).first('d.id', 'd.user_id', 'd.email', ...SOURCE_REF_COLUMNS.map((c) => `d.${c}`), 'd.unsubscribed_at');
   if (!row) return undefined;
   // The group of its send or automation, read with the account as a value (one node's read on Citus).
-  const owner = row.single_send_id ? db('single_sends').where({ id: row.single_send_id }) : row.automation_id ? db('automations').where({ id: row.automation_id }) : undefined;
-  const group = owner && (await owner.where({ user_id: row.user_id }).first('unsubscribe_group_id'));
+  const source = sourceRef(row);
+  const owner = ownerOf(source);
+  const group = owner && (await db(OWNERS[owner.kind].table).where({ id: owner.id, user_id: row.user_id }).first('unsubscribe_group_id'));
   row.group_id = group?.unsubscribe_group_id ?? null;
   return {
     deliveryId: row.id,
     userId: row.user_id,
     email: row.email,
     groupId: row.group_id,
-    source: sourceRef(row),
+    source,
     unsubscribedAt: row.unsubscribed_at,
   };
 };

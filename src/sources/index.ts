@@ -194,6 +194,33 @@ export async function findOwner(
   return (await q) as { id: number; utr: string } | undefined;
 }
 
+/** The owners the API names by utr, in OWNERS' order. */
+const NAMED_OWNERS = OWNER_KINDS.filter((k): k is NamedOwnerKind => OWNERS[k].named);
+
+/**
+ * The utr of each owner the API names, as the API shows it beside a row that carries owner
+ * columns (an event, a suppression): `name` is the field (`single_send_utr`, `automation_utr`),
+ * `sql` the value once `utrJoins` joined its table (null when the row has no such owner).
+ */
+export const UTR_FIELDS = NAMED_OWNERS.map((kind) => ({ name: `${kind}_utr`, sql: `utr_${kind}.utr` }));
+
+/** UTR_FIELDS as select columns (`… as single_send_utr`), for knex or SQL. */
+export const UTR_COLUMNS = UTR_FIELDS.map((f) => `${f.sql} as ${f.name}`);
+
+/**
+ * The LEFT JOINs that UTR_FIELDS read, for rows of alias `alias`: each owner table filtered by
+ * `account`, an SQL expression (`e.user_id`, a named binding) or the account's id. Given as a
+ * value, Citus routes the query to one node: an outer join does not pass a column's value on.
+ * Soft-deleted owners keep their utr (their events and suppressions stay).
+ */
+export function utrJoins(alias: string, account: string | number): string {
+  if (typeof account === 'number' && !Number.isSafeInteger(account)) throw new Error(`utrJoins: bad account ${account}`);
+  return NAMED_OWNERS.map((kind) => {
+    const t = `utr_${kind}`;
+    return `LEFT JOIN ${OWNERS[kind].table} ${t} ON ${t}.user_id = ${account} AND ${t}.id = ${alias}.${OWNERS[kind].column}`;
+  }).join('\n');
+}
+
 /**
  * Variation indexes already read, per database (keyed by the pool's configuration, which its
  * transactions share): a variation's index never changes (an update replaces variations under new ids).

@@ -13,6 +13,7 @@ import type { DropReason } from '../events/types';
 export type SuppressionReason = Extract<DropReason, 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained' | 'suppressed'>;
 
 export type SuppressionType = 'bounce' | 'complaint' | 'manual';
+/** Which channel reported a bounce or complaint (src/bounces/apply.ts), or `api` for a manual entry. */
 export type SuppressionSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api';
 
 /** The reason over the joins of joinsSql (see suppressionJoins). */

@@ -5,8 +5,9 @@ import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
 import { dnsFor } from '../dns';
 import { claimPerAccount } from '../db/per-account';
-import { runDueJobs, type JobKind, type Outcome } from '../jobs/runner';
+import { runDueJobs, type JobKind, type JobOutcome } from '../jobs/runner';
 import { jobTable, type Claimed } from '../jobs/table';
+import { UTR_FIELDS, utrJoins } from '../sources';
 import { WebhookActivity, webhookActivity, webhookBatchStatus } from '../states';
 import { postWebhook, type PostOutcome } from './http-post';
 import { signedHeaders } from './signature';
@@ -59,11 +60,10 @@ const BATCH_SQL = `
   ), batches AS (
     SELECT c.type, min(c.id) AS first_id, array_agg(c.id ORDER BY c.id) AS ids,
            jsonb_agg(jsonb_build_object(
-             'id', c.id, 'type', c.type, 'email', c.email, 'single_send_utr', s.utr, 'automation_utr', a.utr,
+             'id', c.id, 'type', c.type, 'email', c.email, ${UTR_FIELDS.map((f) => `'${f.name}', ${f.sql}`).join(', ')},
              'occurred_at', to_char(c.occurred_at AT TIME ZONE 'UTC', ${ISO}), 'data', c.data) ORDER BY c.id) AS events
     FROM chunked c
-    LEFT JOIN single_sends s ON s.user_id = :userId AND s.id = c.single_send_id
-    LEFT JOIN automations a ON a.user_id = :userId AND a.id = c.automation_id
+    ${utrJoins('c', ':userId')}
     GROUP BY c.type, c.chunk
   ), inserted AS (
     INSERT INTO webhook_deliveries (user_id, webhook_id, msg_id, type, event_ids, payload)
@@ -162,7 +162,7 @@ const WEBHOOK_BATCHES = jobTable({
 });
 
 /** Sends one claimed batch, signed, to the address its endpoint's URL resolves to now. */
-async function sendBatch(deps: WebhookDeps, batch: Claimed<WebhookBatch>): Promise<Outcome> {
+async function sendBatch(deps: WebhookDeps, batch: Claimed<WebhookBatch>): Promise<JobOutcome> {
   const { config } = deps;
   const endpoint = await deps.db('webhooks').where({ user_id: batch.user_id, id: batch.webhook_id }).first('url', 'secret');
   if (!endpoint) return { ok: false, permanent: true, error: 'webhook deleted' };
@@ -181,7 +181,7 @@ async function sendBatch(deps: WebhookDeps, batch: Claimed<WebhookBatch>): Promi
  * In the transaction of the batch's outcome: `failing_since` is set by a failure and cleared by
  * a success, and an endpoint failing for too long is disabled.
  */
-async function trackEndpoint(trx: Knex.Transaction, deps: WebhookDeps, batch: Claimed<WebhookBatch>, outcome: Outcome): Promise<void> {
+async function trackEndpoint(trx: Knex.Transaction, deps: WebhookDeps, batch: Claimed<WebhookBatch>, outcome: JobOutcome): Promise<void> {
   const endpoint = trx('webhooks').where({ user_id: batch.user_id, id: batch.webhook_id });
   if (outcome.ok) {
     await endpoint.clone().whereNotNull('failing_since').update({ failing_since: null });

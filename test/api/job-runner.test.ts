@@ -1,5 +1,5 @@
 import { defineJob, enqueue, type QueuedJob } from '../../src/jobs/kind';
-import { runDueJobs, type JobDeps, type JobSettings, type Outcome } from '../../src/jobs/runner';
+import { runDueJobs, type JobDeps, type JobSettings, type JobOutcome } from '../../src/jobs/runner';
 import type { Claimed } from '../../src/jobs/table';
 import { createLogger } from '../../src/logger';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
@@ -25,7 +25,7 @@ beforeAll(async () => {
 const SETTINGS: JobSettings = { maxAttempts: 3, retryBaseMs: 60_000, retryMaxMs: 3_600_000, leaseMs: 60_000, concurrency: 5 };
 let seq = 0;
 
-type Handler<P> = (deps: JobDeps, job: Claimed<QueuedJob<P>>) => Promise<Outcome>;
+type Handler<P> = (deps: JobDeps, job: Claimed<QueuedJob<P>>) => Promise<JobOutcome>;
 
 function kind<P>(handle: Handler<P>, opts: { settings?: Partial<JobSettings>; transactional?: boolean } = {}) {
   return defineJob<P>({
@@ -180,7 +180,7 @@ describe('retries', () => {
 
 describe('claims', () => {
   it('lease a job to its worker; once the lease runs out another takes it over, and the late worker’s outcome applies to nothing', async () => {
-    const late = gate<Outcome>();
+    const late = gate<JobOutcome>();
     const started = gate();
     const k = kind<{ n: number }>(async (_d, job) => {
       if (job.attempts === 1) {

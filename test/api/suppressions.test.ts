@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { applyOutcomes, type Outcome } from '../../src/bounces/apply';
+import { applyOutcomes, type ReportedOutcome } from '../../src/bounces/apply';
 import { secret } from '../../src/db/secrets';
 import { purgeBounceReports } from '../../src/events/retention';
 import { createLogger } from '../../src/logger';
@@ -31,7 +31,7 @@ async function sentRow(account: TestAccount, send: number, email: string): Promi
   return { id: Number(row.id), token: recipientToken(key, { deliveryId: Number(row.id), userId: account.id }) };
 }
 
-function hard(token: string, email: string | null, extra: Partial<Outcome> = {}): Outcome {
+function hard(token: string, email: string | null, extra: Partial<ReportedOutcome> = {}): ReportedOutcome {
   return { kind: 'hard', match: { token }, email, status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 No such user', source: 'dsn', raw: `Report for ${email}`, ...extra };
 }
 
@@ -98,8 +98,8 @@ describe('applyOutcomes', () => {
     // One address across three messages of three sends.
     const rows = [await sentRow(a, sendId, 'full@example.com')];
     for (let i = 0; i < 2; i++) rows.push(await sentRow(a, (await makeSend(a)).id, 'full@example.com'));
-    const soft = (token: string): Outcome => ({ kind: 'soft', match: { token }, email: 'full@example.com', status: '4.2.2', diagnostic: 'mailbox full', source: 'dsn' });
-    const delayed: Outcome = { ...soft(rows[0].token), kind: 'deferred' };
+    const soft = (token: string): ReportedOutcome => ({ kind: 'soft', match: { token }, email: 'full@example.com', status: '4.2.2', diagnostic: 'mailbox full', source: 'dsn' });
+    const delayed: ReportedOutcome = { ...soft(rows[0].token), kind: 'deferred' };
     expect(await applyOutcomes(deps, [delayed, soft(rows[0].token)])).toBe(2);
     expect(await applyOutcomes(deps, [soft(rows[1].token)])).toBe(1);
     expect(await db('suppressions').where({ user_id: a.id, email: 'full@example.com' })).toEqual([]);
@@ -118,7 +118,7 @@ describe('applyOutcomes', () => {
 
   it('applies a complaint: a complained event, a complaint suppression and a global unsubscriber', async () => {
     const r = await sentRow(a, sendId, 'Angry@example.com');
-    const complaint: Outcome = { kind: 'complaint', match: { token: r.token }, email: null, status: null, diagnostic: '', source: 'arf', raw: 'ARF', feedbackType: 'abuse' };
+    const complaint: ReportedOutcome = { kind: 'complaint', match: { token: r.token }, email: null, status: null, diagnostic: '', source: 'arf', raw: 'ARF', feedbackType: 'abuse' };
     expect(await applyOutcomes(deps, [complaint])).toBe(1);
     expect(await applyOutcomes(deps, [complaint])).toBe(0);
     expect(await eventsOf('angry@example.com')).toEqual([{ type: 'complained', data: { source: 'arf', feedback_type: 'abuse' } }]);
@@ -134,7 +134,7 @@ describe('applyOutcomes', () => {
   it('writes concurrent calls together, each told its own count; a call that fails fails alone', async () => {
     const rows = [];
     for (let i = 0; i < 12; i++) rows.push(await sentRow(a, sendId, `batch${i}@example.com`));
-    const bad = { ...hard(rows[0].token, null), source: 'carrier-pigeon' } as unknown as Outcome;
+    const bad = { ...hard(rows[0].token, null), source: 'carrier-pigeon' } as unknown as ReportedOutcome;
     const calls = [
       ...rows.map((r) => applyOutcomes(deps, [hard(r.token, null)])),
       applyOutcomes(deps, [hard(rows[1].token, null)]),

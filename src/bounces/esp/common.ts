@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Outcome } from '../apply';
+import type { ReportedOutcome } from '../apply';
 
 /**
  * What the ESP webhook receivers share. Each provider's module checks its request (signature,
  * credentials, age), reads its events, and maps each one that says a message bounced, was
- * deferred or drew a complaint to an Outcome; everything else it reports is ignored (Herald
+ * deferred or drew a complaint to an ReportedOutcome; everything else it reports is ignored (Herald
  * learns deliveries and opens itself).
  */
 export interface InboundRequest {
@@ -16,7 +16,7 @@ export interface InboundRequest {
 export type Received =
   | { refused: string }
   | { malformed: string }
-  | { outcomes: Outcome[] };
+  | { outcomes: ReportedOutcome[] };
 
 export const NOT_CONFIGURED = 'This webhook is not configured.';
 export const BAD_SIGNATURE = 'The webhook signature is invalid.';
@@ -68,7 +68,7 @@ export function messageIdOf(v: unknown): string | undefined {
   return s && /^[^\s<>@]+@[^\s<>@]+$/.test(s) ? `<${s}>` : undefined;
 }
 
-export function matchOf(token: string | undefined, messageId: string | undefined): Outcome['match'] | undefined {
+export function matchOf(token: string | undefined, messageId: string | undefined): ReportedOutcome['match'] | undefined {
   if (token) return { token };
   if (messageId) return { messageId };
   return undefined;

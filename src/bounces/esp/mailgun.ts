@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../config';
 import { HERALD_METADATA_KEY } from '../../mail/esp-headers';
-import type { Outcome } from '../apply';
+import type { ReportedOutcome } from '../apply';
 import {
   BAD_SIGNATURE,
   NOT_CONFIGURED,
@@ -49,9 +49,9 @@ export async function receiveMailgun(config: Config, db: Knex, req: InboundReque
   return { outcomes: isObject(data) ? mailgunOutcome(data) : [] };
 }
 
-function mailgunOutcome(e: Record<string, unknown>): Outcome[] {
+function mailgunOutcome(e: Record<string, unknown>): ReportedOutcome[] {
   const event = str(e.event);
-  let kind: Outcome['kind'] | undefined;
+  let kind: ReportedOutcome['kind'] | undefined;
   // `failed` with severity temporary: Mailgun will try again (a deferral, not a bounce).
   if (event === 'failed') kind = str(e.severity) === 'temporary' ? 'deferred' : 'hard';
   else if (event === 'complained') kind = 'complaint';

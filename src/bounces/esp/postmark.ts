@@ -1,6 +1,6 @@
 import type { Config } from '../../config';
 import { HERALD_METADATA_KEY } from '../../mail/esp-headers';
-import type { Outcome } from '../apply';
+import type { ReportedOutcome } from '../apply';
 import {
   BAD_SIGNATURE,
   NOT_CONFIGURED,
@@ -50,10 +50,10 @@ export function receivePostmark(config: Config, req: InboundRequest): Received {
   return { outcomes: postmarkOutcome(parsed.value) };
 }
 
-function postmarkOutcome(e: Record<string, unknown>): Outcome[] {
+function postmarkOutcome(e: Record<string, unknown>): ReportedOutcome[] {
   const record = str(e.RecordType);
   const type = str(e.Type) ?? '';
-  let kind: Outcome['kind'] | undefined;
+  let kind: ReportedOutcome['kind'] | undefined;
   if (record === 'SpamComplaint' || COMPLAINT.has(type)) kind = 'complaint';
   else if (record === 'Bounce' && HARD.has(type)) kind = 'hard';
   else if (record === 'Bounce' && SOFT.has(type)) kind = 'soft';

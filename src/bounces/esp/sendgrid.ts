@@ -1,7 +1,7 @@
 import { verify } from 'node:crypto';
 import type { Config } from '../../config';
 import { parsePublicKey } from '../../config';
-import type { Outcome } from '../apply';
+import type { ReportedOutcome } from '../apply';
 import { HERALD_METADATA_KEY } from '../../mail/esp-headers';
 import {
   BAD_SIGNATURE,
@@ -55,15 +55,15 @@ export function receiveSendgrid(config: Config, req: InboundRequest, now = Date.
 }
 
 /** SendGrid's `dropped` reasons that mean the address is bad or complained (others: its own unsubscribe lists). */
-function droppedKind(reason: string): Outcome['kind'] | undefined {
+function droppedKind(reason: string): ReportedOutcome['kind'] | undefined {
   if (/spam report/i.test(reason)) return 'complaint';
   if (/bounced address|invalid/i.test(reason)) return 'hard';
   return undefined;
 }
 
-function sendgridOutcome(e: Record<string, unknown>): Outcome[] {
+function sendgridOutcome(e: Record<string, unknown>): ReportedOutcome[] {
   const event = str(e.event);
-  let kind: Outcome['kind'] | undefined;
+  let kind: ReportedOutcome['kind'] | undefined;
   if (event === 'bounce') kind = str(e.type) === 'blocked' ? 'soft' : 'hard';
   else if (event === 'deferred') kind = 'deferred';
   else if (event === 'spamreport') kind = 'complaint';

@@ -3,7 +3,7 @@ import type { Config } from '../../config';
 import { AppError } from '../../http/errors';
 import type { Logger } from '../../logger';
 import { RECIPIENT_HEADER } from '../../mail/esp-headers';
-import type { Outcome } from '../apply';
+import type { ReportedOutcome } from '../apply';
 import {
   BAD_SIGNATURE,
   NOT_CONFIGURED,
@@ -153,7 +153,7 @@ export async function receiveSes(config: Config, logger: Logger, req: InboundReq
 }
 
 /** The recipient token from `mail.headers` (X-Herald-Recipient), else the Message-ID SES reports. */
-function matchOfMail(mail: Record<string, unknown>): Outcome['match'] | undefined {
+function matchOfMail(mail: Record<string, unknown>): ReportedOutcome['match'] | undefined {
   const headers = Array.isArray(mail.headers) ? mail.headers : [];
   let token: string | undefined;
   let messageId: string | undefined;
@@ -168,7 +168,7 @@ function matchOfMail(mail: Record<string, unknown>): Outcome['match'] | undefine
 }
 
 /** SES's Bounce / Complaint notification (`notificationType`, or `eventType` for event publishing). */
-export function sesOutcomes(n: Record<string, unknown>): Outcome[] {
+export function sesOutcomes(n: Record<string, unknown>): ReportedOutcome[] {
   const type = str(n.notificationType) ?? str(n.eventType);
   const mail = isObject(n.mail) ? n.mail : {};
   const match = matchOfMail(mail);
@@ -178,7 +178,7 @@ export function sesOutcomes(n: Record<string, unknown>): Outcome[] {
     const b = n.bounce;
     const bounceType = str(b.bounceType);
     // Undetermined: SES could not tell; counted as soft (suppressed only if it repeats).
-    const kind: Outcome['kind'] = bounceType === 'Permanent' ? 'hard' : 'soft';
+    const kind: ReportedOutcome['kind'] = bounceType === 'Permanent' ? 'hard' : 'soft';
     const recipients = Array.isArray(b.bouncedRecipients) ? b.bouncedRecipients.filter(isObject) : [];
     return recipients.map((r) => ({
       kind,

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
-import { eventsOf, findOwner, type NamedOwnerKind } from '../../sources';
+import { eventsOf, findOwner, UTR_COLUMNS, utrJoins, type NamedOwnerKind } from '../../sources';
 import type { EventsQuery } from './events.schemas';
 
 /** The events of the send or automation a utr names, of this account (deleted ones too: their events stay); NF1 otherwise. */
@@ -19,12 +19,11 @@ export async function listEvents(ctx: Ctx, q: EventsQuery) {
   const limit = q.limit ?? 100;
   const query = ctx
     .db('events as e')
-    .leftJoin('single_sends as s', (j) => j.on('s.id', 'e.single_send_id').andOn('s.user_id', 'e.user_id'))
-    .leftJoin('automations as a', (j) => j.on('a.id', 'e.automation_id').andOn('a.user_id', 'e.user_id'))
+    .joinRaw(utrJoins('e', 'e.user_id'))
     .where('e.user_id', ctx.userId)
     .orderBy('e.id')
     .limit(limit + 1)
-    .select('e.id', 'e.type', 'e.email', 's.utr as single_send_utr', 'a.utr as automation_utr', 'e.occurred_at', 'e.data');
+    .select('e.id', 'e.type', 'e.email', ...UTR_COLUMNS, 'e.occurred_at', 'e.data');
   if (q.type?.length) query.whereIn('e.type', q.type);
   if (q.email !== undefined) query.where('e.email', q.email.toLowerCase());
   if (q.single_send_utr !== undefined) query.where(await eventsOfUtr(ctx, 'single_send', q.single_send_utr));

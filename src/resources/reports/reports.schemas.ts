@@ -4,6 +4,7 @@ import { integer } from '../../http/fields';
 import { abStatus, SendStatus } from '../../states';
 import { COUNTERS } from '../../statistics';
 import { intId, oneOf, timestamp } from '../shared/schemas';
+import { DNS_PROBLEM_STATUSES } from './reports.sql';
 
 /** Herald's counters beside the spec's, the tracked links and the hourly timeline (both endpoints). */
 const counters = {
@@ -141,7 +142,7 @@ export const overviewMessage = z.strictObject({
         sender_id: intId(),
         domain: z.string(),
         record: z.enum(['dkim', 'spf', 'dmarc', 'bounce']),
-        status: z.enum(['missing', 'mismatch']),
+        status: z.enum(DNS_PROBLEM_STATUSES),
         checked_at: timestamp().nullable(),
       }),
       z.strictObject({ type: z.literal('webhook'), webhook_id: intId(), url: z.string(), state: z.enum(['failing', 'disabled']), failing_since: timestamp() }),

@@ -6,7 +6,7 @@ import { findOwner, OWNERS, type NamedOwnerKind } from '../../sources';
 import { SendStatus } from '../../states';
 import { COUNTERS, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, type Counts } from '../../statistics';
 import { findAutomation } from '../automations/automations.service';
-import { DNS_PROBLEMS, OVERVIEW_DAYS } from './reports.sql';
+import { DNS_PROBLEM_STATUSES, DNS_PROBLEMS, OVERVIEW_DAYS } from './reports.sql';
 import type { EmailReport, Overview, OverviewQuery, OwnerStats } from './reports.schemas';
 
 /**
@@ -164,7 +164,7 @@ async function overviewWarnings(ctx: Ctx, days: number): Promise<Overview['warni
       .select('id', 'file_name', 'error', 'finished_at'),
   ]);
   return [
-    ...(dns.rows as Array<{ sender_id: number; domain: string; record: 'dkim' | 'spf' | 'dmarc' | 'bounce'; status: 'missing' | 'mismatch'; checked_at: string | null }>).map(
+    ...(dns.rows as Array<{ sender_id: number; domain: string; record: 'dkim' | 'spf' | 'dmarc' | 'bounce'; status: (typeof DNS_PROBLEM_STATUSES)[number]; checked_at: string | null }>).map(
       (r) => ({ type: 'dns' as const, ...r }),
     ),
     ...(hooks as Array<{ id: number; url: string; is_active: number; failing_since: string }>).map((h) => ({

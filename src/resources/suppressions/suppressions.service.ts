@@ -1,6 +1,7 @@
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
+import { UTR_COLUMNS, utrJoins } from '../../sources';
 import { liftSuppressions, suppress } from '../../suppression';
 import type { ListSuppressionsQuery } from './suppressions.schemas';
 
@@ -16,8 +17,7 @@ export function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery, paging?: Pa
   if (q.email !== undefined) base.whereRaw('lower(x.email) = lower(?)', [q.email]);
   const query = base
     .clone()
-    .leftJoin('single_sends as s', (j) => j.on('s.id', 'x.single_send_id').andOnVal('s.user_id', ctx.userId))
-    .leftJoin('automations as a', (j) => j.on('a.id', 'x.automation_id').andOnVal('a.user_id', ctx.userId))
+    .joinRaw(utrJoins('x', ctx.userId))
     .orderBy('x.id', 'desc')
     .select(
       'x.id',
@@ -26,8 +26,7 @@ export function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery, paging?: Pa
       'x.reason',
       'x.diagnostic',
       'x.source',
-      's.utr as single_send_utr',
-      'a.utr as automation_utr',
+      ...UTR_COLUMNS,
       'x.created_at',
       ctx.db.raw(
         `CASE WHEN EXISTS (SELECT 1 FROM bounce_reports r WHERE r.user_id = ? AND r.id = x.report_id AND r.raw IS NOT NULL) THEN 1 ELSE 0 END AS has_message`,
