@@ -53,7 +53,7 @@ export function createApp(deps: Deps): Express {
     openapi ??= buildOpenApi(apiRoutes, { version: VERSION, serverUrl: deps.config.publicUrl });
     res.json(openapi);
   });
-  mountDocs(app);
+  mountDocs(app, deps.config.publicUrl);
   app.use(
     '/images',
     express.static(path.join(ASSETS_DIR, 'images'), { index: false, maxAge: '7d', dotfiles: 'deny', fallthrough: true }),

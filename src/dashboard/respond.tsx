@@ -3,31 +3,16 @@ import type { VNode } from 'preact';
 import { renderToString } from 'preact-render-to-string';
 import type { Ctx, Deps } from '../context';
 import { AppError } from '../http/errors';
+import { pageHeaders } from '../http/page-headers';
 import { MessagePage, type NavKey } from './layout';
 import type { Session } from './session';
 
 /**
  * How every dashboard page leaves: rendered by preact (values as text), with headers that keep
- * scripts to the package's own files. No directive names another origin; no inline script,
- * no eval, no inline style.
+ * scripts to the package's own files (http/page-headers.ts: no directive names another origin;
+ * no inline script, no eval, no inline style).
  */
-export const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
-
-export const PAGE_HEADERS = {
-  'Content-Security-Policy': CSP,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'same-origin',
-  'Cache-Control': 'no-store',
-};
+export const PAGE_HEADERS = pageHeaders();
 
 export function sendPage(res: Response, status: number, page: VNode): void {
   res

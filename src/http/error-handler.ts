@@ -3,6 +3,7 @@ import multer from 'multer';
 import type { Logger } from '../logger';
 import { failed } from './envelope';
 import { AppError, badRequest, internal, tooLarge } from './errors';
+import { tooDeep } from './form';
 import { translateDbError } from './pg-errors';
 
 interface HttpishError {
@@ -28,6 +29,9 @@ function fromBodyParser(e: HttpishError): AppError | undefined {
       );
     case 'parameters.too.many':
       return tooLarge('The request has too many parameters.');
+    case 'querystring.parse.rangeError':
+      // A urlencoded form whose bracket keys nest deeper than body-parser's `depth` (32, as MAX_NESTING).
+      return tooDeep();
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError(415, 'The request body uses an unsupported encoding or charset.');

@@ -1,3 +1,5 @@
+import { badRequest } from './errors';
+
 /**
  * Request input normalisation, shared by every body and query string:
  * - array fields in any of the spellings clients use: `strIds[0]`, `strIds[]`, repeated
@@ -17,12 +19,25 @@ const POSITIONAL = new Set(['value']);
 
 type Json = unknown;
 
+/**
+ * How deeply a body or query may nest objects and arrays. The deepest input of the spec is three
+ * levels (`ab_variations[0][subject]`); 32 leaves room for any client's way of writing it and is
+ * body-parser's own limit for urlencoded bodies (its default `depth`, whose error the error
+ * handler words as this one), so every body type ends at the same depth. The limit also bounds
+ * this file's recursion: 5,000 levels of JSON, which JSON.parse and multer's bracket keys build
+ * without complaint, used to exhaust the stack (a 500).
+ */
+export const MAX_NESTING = 32;
+
+/** The error for input past MAX_NESTING (the same for a JSON body, a form and a query string). */
+export const tooDeep = () => badRequest(`The request nests objects or arrays more than ${MAX_NESTING} levels deep.`);
+
 function isIndexObject(v: Record<string, unknown>): boolean {
   const keys = Object.keys(v);
   return keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
 }
 
-function normalizePositional(v: Json): Json {
+function normalizePositional(v: Json, depth: number): Json {
   const obj = v && typeof v === 'object' && !Array.isArray(v) ? foldBracketKeys(v as Record<string, unknown>) : v;
   const items =
     obj && typeof obj === 'object' && !Array.isArray(obj) && isIndexObject(obj as Record<string, unknown>)
@@ -30,12 +45,14 @@ function normalizePositional(v: Json): Json {
           .sort((a, b) => Number(a) - Number(b))
           .map((k) => (obj as Record<string, unknown>)[k])
       : obj;
-  if (!Array.isArray(items)) return normalizeValue(items, false);
-  return items.map((x) => (typeof x === 'string' ? x.trim() : x === null || x === undefined ? '' : normalizeValue(x, false)));
+  if (!Array.isArray(items)) return normalizeValue(items, depth, false);
+  return items.map((x) => (typeof x === 'string' ? x.trim() : x === null || x === undefined ? '' : normalizeValue(x, depth + 1, false)));
 }
 
-function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false, positional = false): Json {
-  if (positional) return normalizePositional(v);
+/** `depth`: how many objects and arrays enclose `v` (the body itself is 0). */
+function normalizeValue(v: Json, depth: number, verbatim: boolean, isMap = false, inMap = false, positional = false): Json {
+  if (depth > MAX_NESTING) throw tooDeep();
+  if (positional) return normalizePositional(v, depth);
   // Inside a name-keyed map (custom field values) an empty value means "clear this value":
   // '' and null (JSON) alike, as Laravel turns empty strings into null.
   if (inMap && v === null) return '';
@@ -46,14 +63,14 @@ function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false
     return t === '' ? undefined : t;
   }
   if (Array.isArray(v)) {
-    return v.map((x) => normalizeValue(x, verbatim)).filter((x) => x !== undefined);
+    return v.map((x) => normalizeValue(x, depth + 1, verbatim)).filter((x) => x !== undefined);
   }
   if (v && typeof v === 'object') {
     const obj = foldBracketKeys(v as Record<string, unknown>);
     if (!isMap && isIndexObject(obj)) {
       return Object.keys(obj)
         .sort((a, b) => Number(a) - Number(b))
-        .map((k) => normalizeValue(obj[k], verbatim))
+        .map((k) => normalizeValue(obj[k], depth + 1, verbatim))
         .filter((x) => x !== undefined);
     }
     const out: Record<string, unknown> = {};
@@ -61,7 +78,7 @@ function normalizeValue(v: Json, verbatim: boolean, isMap = false, inMap = false
       // `__proto__` (an own key after JSON.parse or node's querystring) would replace the
       // object's prototype instead of adding a field: no field has that name, drop it.
       if (k === '__proto__') continue;
-      const n = normalizeValue(x, VERBATIM.has(k), MAPS.has(k), isMap, POSITIONAL.has(k) && !isMap);
+      const n = normalizeValue(x, depth + 1, VERBATIM.has(k), MAPS.has(k), isMap, POSITIONAL.has(k) && !isMap);
       if (n !== undefined) out[k] = n;
     }
     return out;
@@ -112,5 +129,5 @@ export function blankFields(input: unknown): Set<string> {
 /** Normalises a parsed body or query object; anything else becomes `{}`. */
 export function normalizeInput(input: unknown): Record<string, unknown> {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return {};
-  return normalizeValue(input, false) as Record<string, unknown>;
+  return normalizeValue(input, 0, false) as Record<string, unknown>;
 }

@@ -42,6 +42,50 @@ describe('GET /docs', () => {
     expect(bundle.headers['content-type']).toMatch(/javascript/);
     expect((await request(app).get('/docs/init.js')).text).toContain('/openapi.json');
   });
+
+  it('the page and each file it loads carry a strict CSP (no framing, no inline script, no other origin but PUBLIC_URL) and nosniff', async () => {
+    for (const path of ['/docs', '/docs/', '/docs/init.js', '/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js']) {
+      const res = await request(app).get(path);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      const csp = String(res.headers['content-security-policy']).split('; ');
+      expect({ path, csp }).toEqual({
+        path,
+        csp: [
+          "default-src 'none'",
+          "script-src 'self'",
+          "style-src 'self'",
+          "img-src 'self' data:",
+          // "Try it out" sends requests to the server /openapi.json names: PUBLIC_URL.
+          "connect-src 'self' http://herald.test",
+          "form-action 'self'",
+          "frame-ancestors 'none'",
+          "base-uri 'none'",
+        ],
+      });
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+    // The page itself has no inline script: every <script> names a file.
+    const page = (await request(app).get('/docs')).text;
+    expect(page.match(/<script[^>]*>/g)).toEqual(['<script src="/docs/assets/swagger-ui-bundle.js">', '<script src="/docs/init.js">']);
+    expect(page).not.toMatch(/<script[^>]*>[^<]/);
+  });
+
+  it('the init script keeps no authorisation (no localStorage) and sends nothing to a validator', async () => {
+    const init = (await request(app).get('/docs/init.js')).text;
+    expect(init).not.toMatch(/persistAuthorization/);
+    expect(init).toMatch(/validatorUrl: null/);
+    expect(init).not.toMatch(/https?:/);
+  });
+
+  it('serves only the files the page uses: the package’s index.html, oauth2-redirect.html and the rest are the API’s 404', async () => {
+    for (const file of ['index.html', 'oauth2-redirect.html', 'oauth2-redirect.js', 'swagger-initializer.js', 'index.js', 'index.css', 'package.json', 'swagger-ui.js', 'swagger-ui-bundle.js.map', 'favicon-32x32.png', '', '../package.json']) {
+      const res = await request(app).get(`/docs/assets/${file}`);
+      expect({ file, status: res.status, body: res.body }).toEqual({ file, status: 404, body: { status: 'failed', errors: 'Route not found' } });
+    }
+    for (const path of ['/docs/index.html', '/docs/oauth2-redirect.html', '/docs/swagger-initializer.js']) {
+      expect({ path, status: (await request(app).get(path)).status }).toEqual({ path, status: 404 });
+    }
+  });
 });
 
 describe('the endpoints outside the route table', () => {
