@@ -91,6 +91,23 @@ async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise
   });
 }
 
+/**
+ * `herald config check`: the configuration read by the same loadConfig as `serve` (so the same
+ * rules and the same messages, secrets never shown), and nothing else: no database, no mail, no
+ * file written. "configuration OK" and exit 0, or serve's errors and exit 1.
+ */
+function checkConfig(): void {
+  try {
+    loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write('configuration OK\n');
+}
+
 /** One line per record: purpose, type, host, value (quoted: TXT values have spaces), status. */
 function formatRecords(found: DomainRecords): string {
   const lines = found.records.map((r) => `${r.purpose}\t${r.type}\t${r.host}\t${r.type === 'TXT' ? JSON.stringify(r.value) : r.value}\t${r.status}`);
@@ -144,6 +161,12 @@ export function buildProgram(): Command {
         process.stdout.write(opts.json ? `${JSON.stringify(found)}\n` : formatRecords(found));
       }),
     );
+  program
+    .command('config')
+    .description('the configuration (environment variables)')
+    .command('check')
+    .description('read and check the configuration as `serve` does, touching no database and sending nothing: run it with a new version before restarting')
+    .action(checkConfig);
   const account = program.command('account').description('manage accounts and their keys');
   account
     .command('create')

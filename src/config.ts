@@ -32,7 +32,7 @@ const url = (protocols: string[]) =>
     .trim()
     .superRefine((v, ctx) => {
       const problem = urlProblem(v, protocols);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, continue: false });
     });
 
 function urlProblem(v: string, protocols: string[]): string | undefined {
@@ -80,17 +80,25 @@ const listOf = (problem: (entry: string) => string | undefined) =>
     .transform(list);
 
 /**
- * One setting: the environment variable it is read from and the schema that checks and converts
- * it. A `secret` one (a key, a password, a URL that may hold one) is never repeated in an error
- * message: the message names the variable and the problem only.
+ * One setting: the environment variable it is read from, the schema that checks and converts
+ * it, and how an error message shows its value. A `secret` one (a key, a password, a URL that
+ * holds one) is never repeated: the message names the variable and the problem only. An
+ * `address` (a URL that holds no secret when right) is repeated without anything before an @,
+ * where a user name and password would be.
  */
 interface Setting<S extends z.ZodType = z.ZodType> {
   name: string;
   schema: S;
-  secret: boolean;
+  show: (value: string) => string;
 }
-const setting = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: false });
-const secret = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, secret: true });
+const setting = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, show: (v) => `=${JSON.stringify(v)}` });
+const secret = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({ name, schema, show: () => ' (value not shown)' });
+const address = <S extends z.ZodType>(name: string, schema: S): Setting<S> => ({
+  name,
+  schema,
+  // Up to the last @: a password may hold an unencoded @ (which is one of the errors to report).
+  show: (v) => `=${JSON.stringify(v.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, '$1***@'))}`,
+});
 
 /** ESP providers Herald takes events from, and whose metadata header it can add to outgoing mail. */
 export const ESP_PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'ses'] as const;
@@ -104,8 +112,16 @@ const settings = {
   embeddedDbPort: setting('EMBEDDED_DB_PORT', intIn(1, 65535).default(54329)),
   dbPoolMax: setting('DB_POOL_MAX', intIn(1, 500).default(10)),
   smtpUrl: secret('SMTP_URL', url(['smtp:', 'smtps:']).optional()),
-  /** Unset: http://localhost:PORT (see derive). */
-  publicUrl: setting('PUBLIC_URL', url(['http:', 'https:']).optional()),
+  /**
+   * Unset: http://localhost:PORT (see derive). Every link in Herald's mail and the API document
+   * start with it, so it may carry no user name or password.
+   */
+  publicUrl: address(
+    'PUBLIC_URL',
+    url(['http:', 'https:'])
+      .refine((v) => !/^[^:]+:\/\/[^/?#]*@/.test(v), { message: 'must not contain a user name or password: every link in Herald’s mail starts with it' })
+      .optional(),
+  ),
   sendRate: setting('SEND_RATE', intIn(0, 1_000_000).default(0)),
   worker: setting('WORKER', flag.default(true)),
   logLevel: setting('LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
@@ -340,8 +356,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(present);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
-      const { name, secret } = settings[i.path[0] as keyof Settings];
-      return secret ? `  ${name} (value not shown): ${i.message}` : `  ${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
+      const { name, show } = settings[i.path[0] as keyof Settings] as Setting;
+      return `  ${name}${show(env[name] ?? '')}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }

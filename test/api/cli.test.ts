@@ -230,3 +230,81 @@ describe('how Herald is started (issue 33: the V8 flag, npm run screenshots)', (
     }
   });
 });
+
+describe('herald config check', () => {
+  const base = () => ({ DATA_DIR: path.join(os.tmpdir(), `herald-cli-${process.pid}`), HERALD_MASTER_KEY: TEST_MASTER_KEY });
+
+  /** A TCP listener on loopback that counts who connects (a database or SMTP server that must not be reached). */
+  async function countingListener(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+    let n = 0;
+    const server = net.createServer((socket) => {
+      n += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      port: (server.address() as net.AddressInfo).port,
+      connections: () => n,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  }
+
+  it('a good configuration: "configuration OK", exit 0, and neither the database nor the SMTP server is reached', async () => {
+    const [database, smtp] = [await countingListener(), await countingListener()];
+    try {
+      const { code, stdout, stderr } = await heraldProcess(
+        {
+          ...base(),
+          DATABASE_URL: `postgres://herald:Pw-s3cret@127.0.0.1:${database.port}/herald`,
+          SMTP_URL: `smtp://mailer:Pw-s3cret@127.0.0.1:${smtp.port}`,
+          PUBLIC_URL: 'https://herald.example.com',
+          BOUNCE_DOMAIN: 'bounces.example.com',
+        },
+        'config',
+        'check',
+      );
+      expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: 'configuration OK\n', stderr: '' });
+      expect({ database: database.connections(), smtp: smtp.connections() }).toEqual({ database: 0, smtp: 0 });
+    } finally {
+      await database.close();
+      await smtp.close();
+    }
+  });
+
+  it('a configuration serve refuses: the same errors serve prints (secrets not shown), exit 1, nothing started', async () => {
+    const env = {
+      ...base(),
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      // Started before BOUNCE_DOMAIN needed INBOUND_HOSTNAME with an IP in PUBLIC_URL (CHANGELOG, "Upgrading").
+      PUBLIC_URL: 'http://203.0.113.7:3000',
+      BOUNCE_DOMAIN: 'bounces.example.com',
+      PORT: String(await freePort()),
+    };
+    const check = await heraldProcess(env, 'config', 'check');
+    expect(check.code).toBe(1);
+    expect(check.stdout).toBe('');
+    expect(check.stderr).toBe("Invalid configuration:\n  BOUNCE_DOMAIN needs INBOUND_HOSTNAME when PUBLIC_URL's host is an IP address: the bounce domain's MX record names a host\n");
+    const serve = await heraldProcess(env, 'serve');
+    expect({ code: serve.code, stderr: serve.stderr }).toEqual({ code: 2, stderr: check.stderr });
+    // With the setting the message asks for, the same configuration passes.
+    expect((await heraldProcess({ ...env, INBOUND_HOSTNAME: 'mx.example.com' }, 'config', 'check')).stdout).toBe('configuration OK\n');
+  });
+
+  it('shows no password of a URL setting, PUBLIC_URL’s included', async () => {
+    const { code, stdout, stderr } = await heraldProcess(
+      { ...base(), SMTP_URL: 'smtps://mailer:Pw-s3cret-77@smtp.example.com:notaport', PUBLIC_URL: 'https://admin:Pw-s3cret-78@herald.example.com' },
+      'config',
+      'check',
+    );
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      [
+        'Invalid configuration:',
+        '  SMTP_URL (value not shown): has a port that is not a number from 0 to 65535',
+        '  PUBLIC_URL="https://***@herald.example.com": must not contain a user name or password: every link in Herald’s mail starts with it',
+        '',
+      ].join('\n'),
+    );
+    expect(stdout + stderr).not.toMatch(/s3cret|admin|mailer/);
+  });
+});

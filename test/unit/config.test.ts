@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 
@@ -93,6 +95,27 @@ describe('startup errors never repeat a secret', () => {
     // No piece of the key or password either (the master key echoed 63 of its 64 digits before).
     const secretPart = value.includes('://') ? PASSWORD : value;
     for (let i = 0; i + 6 <= secretPart.length; i += 1) expect(text).not.toContain(secretPart.slice(i, i + 6));
+  });
+
+  it.each([
+    [`https://admin:${PASSWORD}@herald.example.com`, 'must not contain a user name or password'],
+    [`https://admin:${PASSWORD}@herald.example.com:99999`, 'has a port that is not a number from 0 to 65535'],
+    [`htp://admin:${PASSWORD}@herald.example.com`, 'must be a URL starting with http:// or https://'],
+    [`admin:${PASSWORD}@herald.example.com`, 'must be a URL starting with http:// or https://'],
+    [`https://admin:${PASSWORD}/x@herald.example.com`, 'is not a valid URL'],
+    [`https://admin:${PASSWORD}@x@herald.example.com`, 'must not contain a user name or password'],
+  ])('PUBLIC_URL=%s is shown without what precedes its @', (value, problem) => {
+    const text = errorOf({ PUBLIC_URL: value });
+    expect(text).toMatch(new RegExp(`PUBLIC_URL="(https?://|htp://)?\\*\\*\\*@[^"]*herald\\.example\\.com[^"]*": ${problem}`));
+    expect(text).not.toContain('admin');
+    for (let i = 0; i + 6 <= PASSWORD.length; i += 1) expect(text).not.toContain(PASSWORD.slice(i, i + 6));
+    // Reported once, by the first check that fails.
+    expect(text.split('\n')).toHaveLength(2);
+  });
+
+  it('every URL setting is covered above', () => {
+    const names = [...fs.readFileSync(path.join(__dirname, '../../src/config.ts'), 'utf8').matchAll(/\(\s*'([A-Z_]+_URL)'/g)].map((m) => m[1]);
+    expect(names.sort()).toEqual(['BOUNCE_IMAP_URL', 'DATABASE_URL', 'PUBLIC_URL', 'SMTP_URL']);
   });
 
   it('POSTMARK_WEBHOOK_PASSWORD: too short, or without its user', () => {
