@@ -13,8 +13,9 @@ import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus } from '../
  *   address, so the order is uniform, the same whenever it is computed, independent of the order
  *   rows were written in, and unknown to anyone without the secret;
  * - the test group is the first round(N × test_percentage / 100) recipients in that order, N the
- *   recipients written (dropped ones are no recipients), and they are dealt to the variations in
- *   turn (rank 1 → A, 2 → B, …), so the groups differ in size by one at most;
+ *   recipients written (dropped ones are no recipients), but never fewer than one per variation
+ *   (testGroupSize), and they are dealt to the variations in turn (rank 1 → A, 2 → B, …), so the
+ *   groups differ in size by one at most;
  * - they become `queued` with their variation and phase; the rest stay `held` until the decision.
  *
  * The audience is therefore fixed when the send starts: a contact added to its list during the
@@ -31,6 +32,18 @@ async function rankingKey(db: Knex, utr: string): Promise<string> {
 
 /** The ranking's order, on a deliveries row (alias `d`): the keyed hash, then the address (a tie is all but impossible). */
 const RANK_ORDER = `md5(:key::text || lower(d.email)), lower(d.email)`;
+
+/**
+ * How many of `audience` recipients are the test group: `percentage` of them, rounded, but at
+ * least one per variation, so that every variation has evidence to be decided on (a test group
+ * of 0 held everyone until a decision made on nothing). An audience smaller than that is refused
+ * when the send is created or updated (src/resources/single-sends/ab-input.ts); should it have
+ * shrunk below it by the time the send starts, all of it is the test group — nobody is held for a
+ * decision, each recipient gets one variation, and the send completes.
+ */
+export function testGroupSize(audience: number, percentage: number, variations: number): number {
+  return Math.min(audience, Math.max(Math.round((audience * percentage) / 100), variations));
+}
 
 /**
  * The test group of an A/B send whose audience was just written: ranks the held rows and queues
@@ -56,7 +69,7 @@ export async function startTestGroup(trx: Knex.Transaction, send: { id: number; 
     `SELECT count(*)::int AS n FROM deliveries d WHERE d.user_id = ? AND d.single_send_id = ? AND d.status IN (${ASSIGN.fromSql})`,
     [send.user_id, send.id],
   );
-  const size = Math.round((held[0].n * test.test_percentage) / 100);
+  const size = testGroupSize(held[0].n, test.test_percentage, variations.length);
   const ranked = size
     ? ((await trx.raw(
         `SELECT d.id FROM deliveries d

@@ -3,7 +3,7 @@ import { decideByHand, lockTest } from '../../src/ab/decision';
 import { singleSendRecord, singleSendResponse } from '../../src/resources/single-sends/single-sends.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { expectAuthMissing, expectNF2, expectSuccess, expectVal } from '../helpers/expect';
-import { makeContactType, makeContacts, makeGroup, makeSender } from '../helpers/fixtures';
+import { makeContactType, makeContacts, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 import { signIn } from '../dashboard/lib/session';
 
 /**
@@ -32,7 +32,8 @@ beforeAll(async () => {
   A.unverified = await makeSender(db, a, false);
   A.group = await makeGroup(db, a);
   A.list = await makeContactType(db, a);
-  await makeContacts(db, a, A.list, [{ email: 'one@example.com' }]);
+  // Six: enough for a test of every variation A to F (one each in its test group).
+  await makeContacts(db, a, A.list, ['one', 'two', 'three', 'four', 'five', 'six'].map((n) => ({ email: `${n}@example.com` })));
   bSender = await makeSender(db, b);
 });
 
@@ -176,6 +177,27 @@ describe('create with an A/B test', () => {
       expectVal(await create(withSenders), errors);
       const after = await db('single_sends').where({ user_id: a.id }).count<{ n: number }[]>({ n: '*' });
       expect(after[0].n).toBe(before[0].n);
+    });
+
+    it('an audience smaller than the variations: one recipient each is needed in the test group', async () => {
+      const pair = await makeContactType(db, a, 'Two readers');
+      await makeContacts(db, a, pair, [{ email: 'r1@pair.test' }, { email: 'r2@pair.test' }]);
+      const three = { ab_test_type: 'subject', 'ab_variations[0][subject]': 'B', 'ab_variations[1][subject]': 'C', recipient_id: [`contacts_${pair}`] };
+      const before = await db('single_sends').where({ user_id: a.id }).count<{ n: number }[]>({ n: '*' });
+      expectVal(await create(three), { recipient_id: ['The recipient id must have at least 3 recipients for an A/B test of 3 variations.'] });
+      // At 100 %, too, and by update.
+      expectVal(await create({ ...three, ab_test_percentage: 100 }), { recipient_id: ['The recipient id must have at least 3 recipients for an A/B test of 3 variations.'] });
+      const utr = await created({ recipient_id: [`contacts_${pair}`] });
+      expectVal(await api(app, a).form('/single/send/update', { ...fields(three), utr }), {
+        recipient_id: ['The recipient id must have at least 3 recipients for an A/B test of 3 variations.'],
+      });
+      expect(await db('single_sends').where({ user_id: a.id }).count<{ n: number }[]>({ n: '*' })).toEqual([{ n: Number(before[0].n) + 1 }]);
+      expect(await db('ab_tests as t').join('single_sends as s', 's.id', 't.single_send_id').where('s.utr', utr).first()).toBeUndefined();
+      // Two variations fit two readers; with a segment of theirs holding one hand-added recipient, so do three.
+      expectSuccess(await create({ ...three, 'ab_variations[1][subject]': undefined }));
+      const segment = await makeSegment(db, a, pair);
+      expectSuccess(await api(app, a).form('/segment/email/store', { segment_id: segment, first_name: 'R', last_name: 'Three', email: 'r3@pair.test' }), 'Added Successfully');
+      expectSuccess(await create({ ...three, recipient_id: [`segments_${segment}`] }));
     });
 
     it('reports A/B errors together with the send’s own', async () => {

@@ -84,7 +84,8 @@ async function referenceSplit(utr: string, emails: string[], percentage: number,
   const ranked = emails
     .map((e) => ({ e: e.toLowerCase(), h: createHash('md5').update(key + e.toLowerCase()).digest('hex') }))
     .sort((a, b) => (a.h < b.h ? -1 : a.h > b.h ? 1 : a.e < b.e ? -1 : 1));
-  const size = Math.round((emails.length * percentage) / 100);
+  // The share, rounded, but one recipient per variation at least (and never more than everyone).
+  const size = Math.min(emails.length, Math.max(Math.round((emails.length * percentage) / 100), variations));
   return new Map(ranked.slice(0, size).map((r, i) => [r.e, i % variations]));
 }
 
@@ -330,6 +331,33 @@ describe('a design test decided by clicks', () => {
       expect(got).toHaveLength(1);
       if (!split.has(to)) expect(String(got[0].html)).toContain('Design B');
     }
+  });
+});
+
+describe('a small audience', () => {
+  it('the test group is one recipient per variation at least: 5 recipients at 20 % would be 1, and are 2, one each', async () => {
+    const people = await audience(5);
+    const send = await abSend(people.list, abFields('subject', [{ subject: 'Subject B' }], { ab_test_percentage: 20, ab_if_inconclusive: 'wait' }));
+    const mails = await waitForMessages(people.domain, 2);
+    await waitFor('the test to be noted done', async () => ((await test(send.id)).test_done_at ? true : undefined));
+    const split = await storedSplit(send.id, 1);
+    expect(sizes(split, 2)).toEqual([1, 1]);
+    expect(split).toEqual(await referenceSplit(send.utr, people.emails, 20, 2));
+    expect([...mails.keys()].sort()).toEqual([...split.keys()].sort());
+    expect(await test(send.id)).toMatchObject({ status: 'testing', test_size: 2, audience_size: 5 });
+    expect(await db('deliveries').where({ single_send_id: send.id, status: 'held' })).toHaveLength(3);
+  });
+
+  it('an audience that shrank below the variations by the time the send starts is all of it the test group: nobody is held, the send completes', async () => {
+    const people = await audience(3);
+    // Unsubscribed everywhere after the send was checked (its contacts were three): the fan-out drops them.
+    expectSuccess(await api(app, rig.account).form('/global-unsubscribes/save', { email_address: people.emails.slice(1).join(',') }), 'Added Successfully');
+    const send = await abSend(people.list, abFields('subject', [{ subject: 'Subject B' }, { subject: 'Subject C' }], { ab_if_inconclusive: 'wait' }));
+    await waitForSend(db, send.utr);
+    expect(await storedSplit(send.id, 1)).toEqual(new Map([[people.emails[0], 0]]));
+    expect(await test(send.id)).toMatchObject({ test_size: 1, audience_size: 1 });
+    expect((await messagesOf(people.domain)).size).toBe(1);
+    expect(await db('deliveries').where({ single_send_id: send.id, status: 'held' })).toEqual([]);
   });
 });
 

@@ -5,7 +5,7 @@ import type { Ctx } from '../../context';
 import type { FieldErrors } from '../../http/errors';
 import { senderAddress } from '../../mail/sender-address';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
-import type { SingleSendInput } from './single-sends.schemas';
+import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
 
 /**
  * The rules of a send's A/B fields that lie between fields or in the database (their shapes and
@@ -48,6 +48,7 @@ export async function resolveAbInput(ctx: Ctx, trx: Knex.Transaction, input: Sin
     if (resolved) variations.push(resolved);
   }
   if (variations.length !== given.length) return undefined;
+  await checkAudience(ctx, trx, input, variations.length + 1, errors);
   return {
     settings: {
       type,
@@ -102,5 +103,32 @@ async function resolveVariation(ctx: Ctx, trx: Knex.Transaction, type: AbType, v
         },
       };
     }
+  }
+}
+
+/**
+ * An A/B test gives every variation at least one recipient of its test group (src/ab/split.ts,
+ * testGroupSize), so its audience must have one per variation: refused here when even an upper
+ * bound of it is smaller — every live contact of its contact types and of its segments' contact
+ * types, and its segments' hand-added recipients, before segment rules, exclusions, suppressions
+ * and duplicate addresses, counted only up to the number needed. The exact audience is known
+ * when the send starts; one that has shrunk below this by then is all of it the test group.
+ */
+async function checkAudience(ctx: Ctx, trx: Knex.Transaction, input: SingleSendInput, variations: number, errors: FieldErrors): Promise<void> {
+  if (Object.keys(errors).some((k) => k.startsWith('recipient_id'))) return;
+  const refs = input.recipient_id.map((v) => RECIPIENT_REF.exec(v)).filter((m) => m !== null);
+  const ids = (table: string) => refs.filter((m) => m[1] === table).map((m) => Number(m[2]));
+  const { rows } = await trx.raw(
+    `SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM contacts c
+       WHERE c.user_id = :userId AND c.deleted_at IS NULL
+         AND (c.contact_type_id = ANY(:types) OR c.contact_type_id IN (SELECT s.contact_type_id FROM segments s WHERE s.user_id = :userId AND s.id = ANY(:segments)))
+       UNION ALL
+       SELECT 1 FROM segment_recipients r WHERE r.user_id = :userId AND r.segment_id = ANY(:segments)
+       LIMIT :variations) audience`,
+    { userId: ctx.userId, types: ids('contacts'), segments: ids('segments'), variations },
+  );
+  if (rows[0].n < variations) {
+    errors.recipient_id = [`The recipient id must have at least ${variations} recipients for an A/B test of ${variations} variations.`];
   }
 }
