@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns'],
   ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts', 'deliveries'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],
@@ -58,6 +58,41 @@ function importDirection() {
   return configs;
 }
 
+/**
+ * One owner per table: SQL on `deliveries` is written only in src/deliveries/ (its statements,
+ * named functions the others call). Caught: a string or template text that reads, joins, inserts
+ * into, updates or deletes from it, and a knex call naming it (`db('deliveries')`,
+ * `.from('deliveries as d')`, `scoped(ctx, 'deliveries')`). `listPayload('deliveries', …)` is
+ * the API's list key of GET /webhooks/{id}/deliveries, no table. Tests and benchmarks may read
+ * the table to check what happened.
+ */
+const DELIVERIES_SQL = /\b(FROM|JOIN|INTO|UPDATE|TABLE)\s+deliveries\b/i;
+/**
+ * Not moved yet: these files were being changed by other work of the same round (the click race,
+ * the A/B pick) when the rest moved. Each is to call src/deliveries/ and leave this list; it
+ * lists files, never folders, so nothing new can join it unnoticed.
+ */
+const DELIVERIES_SQL_NOT_MOVED_YET = [
+  'src/ab/decision.ts',
+  'src/ab/split.ts',
+  'src/public/tracking.ts',
+  'src/resources/single-sends/single-sends.service.ts',
+];
+const ownedTables = {
+  files: ['src/**/*.{ts,tsx}'],
+  ignores: ['src/deliveries/**', ...DELIVERIES_SQL_NOT_MOVED_YET],
+  rules: {
+    'no-restricted-syntax': [
+      'error',
+      ...[`Literal[value=${DELIVERIES_SQL}]`, `TemplateElement[value.raw=${DELIVERIES_SQL}]`,
+        `CallExpression:not([callee.name='listPayload']) > Literal.arguments[value=/^deliveries(\\s+as\\s+\\w+)?$/i]`].map((selector) => ({
+        selector,
+        message: 'SQL on `deliveries` belongs to src/deliveries/ (its owner): call one of its functions (eslint.config.js).',
+      })),
+    ],
+  },
+};
+
 module.exports = tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.scratch/', 'bench/out/'] },
   js.configs.recommended,
@@ -83,4 +118,5 @@ module.exports = tseslint.config(
     languageOptions: { globals: { ...globals.jest } },
   },
   ...importDirection(),
+  ownedTables,
 );

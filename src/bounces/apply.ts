@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
 import { secret } from '../db/secrets';
+import { rowsByIds, rowsByStoredTokens } from '../deliveries/rows';
 import { recordMessageEvents } from '../events/record';
 import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import type { MessageEvent, MessageRef } from '../events/types';
@@ -38,7 +39,7 @@ type Row = SourceRefColumns & {
   token: string | null;
 };
 
-const ROW_COLUMNS = ['id', 'user_id', ...SOURCE_REF_COLUMNS, 'email', 'token'].map((c) => `d.${c}`).join(', ');
+const ROW_COLUMNS = ['id', 'user_id', ...SOURCE_REF_COLUMNS, 'email', 'token'];
 
 /** The token an outcome names: the VERP/metadata token itself, or the local part of Herald's Message-ID. */
 function tokenOf(match: ReportedOutcome['match']): string {
@@ -60,12 +61,10 @@ async function findRows(db: Knex, key: Buffer, outcomes: ReportedOutcome[]): Pro
   const accounts = new Map<number, number[]>();
   for (const k of keys) accounts.set(k.user_id, [...(accounts.get(k.user_id) ?? []), k.id]);
   const found = await Promise.all([
-    ...[...accounts].map(([userId, ids]) =>
-      db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.user_id = ? AND d.id = ANY (?::bigint[])`, [userId, ids]),
-    ),
-    ...(legacy.length ? [db.raw(`SELECT ${ROW_COLUMNS} FROM deliveries d WHERE d.token = ANY (?::text[])`, [legacy])] : []),
+    ...[...accounts].map(([userId, ids]) => rowsByIds<Row>(db, userId, ids, ROW_COLUMNS)),
+    ...(legacy.length ? [rowsByStoredTokens<Row>(db, legacy, ROW_COLUMNS)] : []),
   ]);
-  const rows = found.flatMap((r) => r.rows as Row[]);
+  const rows = found.flat();
   const byKey = new Map<string, Row>();
   const byToken = new Map<string, Row>();
   for (const r of rows) {

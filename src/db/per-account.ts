@@ -121,6 +121,23 @@ export class AccountTurns {
 }
 
 /**
+ * "Scoped to one account if given", the one way it is written: ` AND <column> = <id>` when a
+ * claim is taken one account at a time (`userId`, on Citus: claimPerAccount, AccountTurns),
+ * nothing when it spans every account (one server). The account is a checked integer, written
+ * into the text as a value so that Citus routes the statement to its shard.
+ */
+export function ofAccount(column: string, userId: number | undefined): string {
+  if (userId === undefined) return '';
+  if (!Number.isSafeInteger(userId)) throw new Error(`ofAccount: bad account ${userId}`);
+  return ` AND ${column} = ${userId}`;
+}
+
+/** The same condition on a knex query: `q` unchanged without an account. */
+export function whereOfAccount<Q extends Knex.QueryBuilder>(q: Q, column: string, userId: number | undefined): Q {
+  return userId === undefined ? q : (q.where(column, userId) as Q);
+}
+
+/**
  * ` AND <alias>.user_id = <id>` when every row of a batch statement (an UPDATE … FROM
  * json_to_recordset, say) is one account's — always so for the worker on Citus, whose claims
  * take one account's rows: Citus then runs the statement on that account's shard only, instead

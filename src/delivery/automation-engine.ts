@@ -8,7 +8,8 @@ import { countQueued } from '../statistics';
 import { suppressedAmong, type SuppressionReason } from '../suppression';
 import { loadRuleFields, storedRules } from '../contacts/segments.sql';
 import { matchingContacts, type SegmentRow } from '../contacts/segments.sql';
-import { claimPerAccount, ofOneAccount } from '../db/per-account';
+import { claimPerAccount, ofAccount, ofOneAccount, whereOfAccount } from '../db/per-account';
+import { queueAutomationEmails } from '../deliveries/rows';
 import { AutomationStatus, AutomationType, ExitCriteria, ProgressState, progressState } from '../states';
 
 /**
@@ -155,7 +156,7 @@ interface DueRow {
 async function stepsOf(trx: Knex, automationIds: number[], userId: number | undefined): Promise<Map<number, ScheduleStep[]>> {
   const rows = (await trx('automation_schedules')
     .whereIn('automation_id', automationIds)
-    .modify((q) => (userId === undefined ? q : q.where('user_id', userId)))
+    .modify((q) => whereOfAccount(q, 'user_id', userId))
     .whereNull('deleted_at')
     .orderBy('id')
     .select('id', 'automation_id', 'waiting_period', 'waiting_type')) as Array<ScheduleStep & { automation_id: number }>;
@@ -174,7 +175,7 @@ async function blocked(trx: Knex, rows: DueRow[], userId: number | undefined): P
   const contacts = new Set(
     (await trx('contacts')
       .whereIn('id', rows.map((r) => r.contact_id))
-      .modify((q) => (userId === undefined ? q : q.where('user_id', userId)))
+      .modify((q) => whereOfAccount(q, 'user_id', userId))
       .whereNull('deleted_at')
       .pluck('id')) as number[],
   );
@@ -221,15 +222,14 @@ export async function processDueSteps(deps: EngineDeps): Promise<number> {
 }
 
 async function processDueStepsOf(deps: EngineDeps, userId: number | undefined, limit: number): Promise<number> {
-  const of = userId === undefined ? { sql: '', bindings: [] } : { sql: ' AND ac.user_id = ? AND a.user_id = ?', bindings: [userId, userId] };
   return deps.db.transaction(async (trx) => {
     const rows = (
       await trx.raw(
         `SELECT ac.id, ac.automation_id, ac.contact_id, ac.email, ac.next_schedule_id, a.user_id, a.unsubscribe_group_id
          FROM automation_contacts ac JOIN automations a ON a.id = ac.automation_id AND a.user_id = ac.user_id
-         WHERE ${DUE_STEPS}${of.sql}
+         WHERE ${DUE_STEPS}${ofAccount('ac.user_id', userId)}${ofAccount('a.user_id', userId)}
          ORDER BY ac.next_due_at LIMIT ? FOR UPDATE OF ac SKIP LOCKED`,
-        [...of.bindings, limit],
+        [limit],
       )
     ).rows as DueRow[];
     if (rows.length === 0) return 0;
@@ -251,16 +251,7 @@ async function processDueStepsOf(deps: EngineDeps, userId: number | undefined, l
         : { id: r.id, state: ProgressState.Finished, exit_reason: null, next_schedule_id: null, wait_seconds: null, sent: true };
     });
     if (queue.length) {
-      const inserted = await trx.raw(
-        `INSERT INTO deliveries (user_id, automation_id, automation_schedule_id, contact_id, email)
-         SELECT v.user_id, v.automation_id, v.schedule_id, c.id, c.email
-         FROM json_to_recordset(?::json) AS v(user_id integer, automation_id integer, schedule_id integer, contact_id integer)
-         JOIN contacts c ON c.id = v.contact_id AND c.user_id = v.user_id${ofOneAccount('c', rows.map((r) => r.user_id))}
-         ON CONFLICT (automation_schedule_id, lower(email), user_id) WHERE automation_schedule_id IS NOT NULL DO NOTHING
-         RETURNING user_id, single_send_id, automation_id, automation_schedule_id`,
-        [JSON.stringify(queue)],
-      );
-      const queued = inserted.rows as Array<SourceColumns & { user_id: number; automation_id: number }>;
+      const queued = await queueAutomationEmails<SourceColumns & { user_id: number; automation_id: number }>(trx, queue);
       const perAutomation = new Map<number, { userId: number; n: number }>();
       for (const r of queued) perAutomation.set(r.automation_id, { userId: r.user_id, n: (perAutomation.get(r.automation_id)?.n ?? 0) + 1 });
       for (const [id, { userId: owner, n }] of perAutomation) await trx('automations').where({ id, user_id: owner }).increment('total_triggered', n);

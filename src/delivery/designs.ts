@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import { designParts, sourceKey, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
 import { registerLinks, trackedUrls } from './links';
 import { compileDesign, type CompiledDesign } from './render';
-import type { ClaimedRow } from './queue';
+import type { ClaimedRow } from '../deliveries/queue';
 
 /**
  * The compiled design behind a recipient row: its source's (src/sources: a single send's, an

@@ -3,10 +3,11 @@ import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { RecipientRef } from '../resources/single-sends/single-sends.service';
 import { countQueued } from '../statistics';
-import { deliveryStatus, SendStatus, sendStatus } from '../states';
+import { SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 import { startTestGroup } from '../ab/split';
-import { claimPerAccount } from '../db/per-account';
+import { claimPerAccount, ofAccount } from '../db/per-account';
+import { NOTHING_LEFT_TO_SEND } from '../deliveries/rows';
 
 /**
  * Single sends through their states (src/states.ts): ready and due → running → audience
@@ -47,17 +48,16 @@ export async function startDueSends(deps: EventDeps): Promise<number> {
 }
 
 async function startSendsOf(deps: EventDeps, userId: number | undefined, limit: number): Promise<number> {
-  const of = userId === undefined ? { sql: '', bindings: [] } : { sql: ' AND user_id = ?', bindings: [userId] };
   const started = await deps.db.transaction(async (trx) => {
     const result = await trx.raw(
       `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
        WHERE s.id IN (
          SELECT id FROM single_sends
-         WHERE ${DUE_SENDS}${of.sql}
+         WHERE ${DUE_SENDS}${ofAccount('user_id', userId)}
          ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED
-       )${of.sql.replace('user_id', 's.user_id')}
+       )${ofAccount('s.user_id', userId)}
        RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
-      [...of.bindings, limit, ...of.bindings],
+      [limit],
     );
     const rows = result.rows as SendRow[];
     for (const s of rows) {
@@ -198,8 +198,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       const result = await trx.raw(
         `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
          WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
-           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = ?
-                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}, ${deliveryStatus.sql.Held}))
+           AND ${NOTHING_LEFT_TO_SEND('s')}
          RETURNING s.*`,
         [c.id, c.user_id, c.user_id],
       );

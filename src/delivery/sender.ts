@@ -9,7 +9,7 @@ import { retryDelay } from '../jobs/backoff';
 import { DeliveryStatus } from '../states';
 import { designKey, type DesignCache, type LoadedDesign } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
-import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from './queue';
+import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from '../deliveries/queue';
 import { AccountTurns, onCitus } from '../db/per-account';
 import type { RecipientData } from './render';
 

@@ -3,11 +3,11 @@ import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
 import { recordMessageEvents } from '../events/record';
-import { OWNERS, ownerOf, SOURCE_REF_COLUMNS, sourceRef, type SourceRef } from '../sources';
+import { rowOfToken, markUnsubscribed } from '../deliveries/rows';
+import { OWNERS, ownerOf, SOURCE_REF_COLUMNS, sourceRef, type SourceRef, type SourceRefColumns } from '../sources';
 import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
 import { escapeHtml, pageErrors, sendPage } from './page';
-import { recipientCondition } from './recipient';
 
 /**
  * The unsubscribe preferences page (GET), its form (POST) and RFC 8058 one-click (POST with
@@ -26,21 +26,21 @@ export interface MessageContext {
 /** Where a message came from, by its token: whose, to whom, and the group it was sent under. */
 export type ContextResolver = (db: Knex, token: string) => Promise<MessageContext | undefined>;
 
+/** The recipient row's columns a message's context is made from. */
+type MessageRow = SourceRefColumns & { id: number; user_id: number; email: string; unsubscribed_at: string | null };
+
 export const resolveMessage: ContextResolver = async (db, token) => {
-  const recipient = await recipientCondition(db, token, 'd');
-  if (!recipient) return undefined;
-  const row = await recipient(db('deliveries as d')).first('d.id', 'd.user_id', 'd.email', ...SOURCE_REF_COLUMNS.map((c) => `d.${c}`), 'd.unsubscribed_at');
+  const row = await rowOfToken<MessageRow>(db, token, ['id', 'user_id', 'email', ...SOURCE_REF_COLUMNS, 'unsubscribed_at']);
   if (!row) return undefined;
   // The group of its send or automation, read with the account as a value (one node's read on Citus).
   const source = sourceRef(row);
   const owner = ownerOf(source);
   const group = owner && (await db(OWNERS[owner.kind].table).where({ id: owner.id, user_id: row.user_id }).first('unsubscribe_group_id'));
-  row.group_id = group?.unsubscribe_group_id ?? null;
   return {
     deliveryId: row.id,
     userId: row.user_id,
     email: row.email,
-    groupId: row.group_id,
+    groupId: group?.unsubscribe_group_id ?? null,
     source,
     unsubscribedAt: row.unsubscribed_at,
   };
@@ -80,11 +80,7 @@ async function groupsFor(db: Knex, m: MessageContext): Promise<{ groups: GroupSt
  * remembers it, so a second visit to the page is no second fact); the statistics count it.
  */
 async function recordUnsubscribe(trx: Knex.Transaction, m: MessageContext, groupId: number | null): Promise<void> {
-  const marked = await trx('deliveries')
-    .where({ id: m.deliveryId, user_id: m.userId })
-    .whereNull('unsubscribed_at')
-    .update({ unsubscribed_at: trx.fn.now() });
-  if (!marked) return;
+  if (!(await markUnsubscribed(trx, m.userId, m.deliveryId))) return;
   await recordMessageEvents(trx, [
     {
       type: 'unsubscribed',

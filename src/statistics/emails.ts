@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { ofOneAccount } from '../db/per-account';
+import { rowsByKeys } from '../deliveries/rows';
 import type { MessageEvent } from '../events/types';
 import { counterOwners, OWNERS, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
 import type { Counter } from './counters';
@@ -73,13 +74,8 @@ export async function countEmailEvents(trx: Knex.Transaction, moved: Array<{ eve
   const theirs = moved.filter((m) => mayHaveEmail(m.event) && m.counters.some(isEmailCounter));
   if (theirs.length === 0) return;
   const keys = [...new Map(theirs.map((m) => [`${m.event.userId}:${m.event.deliveryId}`, { id: m.event.deliveryId, user_id: m.event.userId }])).values()];
-  const { rows } = await trx.raw(
-    `SELECT d.id, d.user_id, d.single_send_id, d.automation_id, d.automation_schedule_id
-     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer)
-     JOIN deliveries d ON d.id = v.id AND d.user_id = v.user_id${ofOneAccount('d', keys.map((k) => k.user_id))}`,
-    [JSON.stringify(keys)],
-  );
-  const emailOfRow = new Map((rows as Array<SourceColumns & { id: string | number; user_id: number }>).map((r) => [`${r.user_id}:${Number(r.id)}`, emailOf(sourceOfRow(r))]));
+  const rows = await rowsByKeys<SourceColumns & { id: string | number; user_id: number }>(trx, keys, ['id', 'user_id', 'single_send_id', 'automation_id', 'automation_schedule_id']);
+  const emailOfRow = new Map(rows.map((r) => [`${r.user_id}:${Number(r.id)}`, emailOf(sourceOfRow(r))]));
   const adds: EmailAdd[] = [];
   for (const { event, counters } of theirs) {
     const id = emailOfRow.get(`${event.userId}:${event.deliveryId}`);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { MessageEvent } from '../events/types';
 import { ofOneAccount } from '../db/per-account';
+import { addOpens, markClicked } from '../deliveries/rows';
 import { counterOwners, ownerOfSource, OWNER_KINDS, OWNERS, type MessageSource, type OwnerKind } from '../sources';
 import { EVENT_COUNTERS, HOURLY_COLUMNS, type EventCounter, type EventCounts } from './counters';
 import { addToEmails, countEmailEvents, emailOf } from './emails';
@@ -28,14 +29,7 @@ async function firstOpens(trx: Knex.Transaction, events: MessageEvent[]): Promis
     perRow.set(key, row);
   }
   if (perRow.size === 0) return new Set();
-  const { rows } = await trx.raw(
-    `UPDATE deliveries d SET open_count = d.open_count + v.n, opened_at = coalesce(d.opened_at, v.at)
-     FROM json_to_recordset(?::json) AS v(id bigint, user_id integer, n integer, at timestamptz)
-     WHERE d.id = v.id AND d.user_id = v.user_id${ofOneAccount('d', [...perRow.values()].map((r) => r.user_id))}
-     RETURNING d.id, d.open_count = v.n AS first`,
-    [JSON.stringify([...perRow.values()])],
-  );
-  return new Set((rows as Array<{ id: string | number; first: boolean }>).filter((r) => r.first).map((r) => Number(r.id)));
+  return addOpens(trx, [...perRow.values()]);
 }
 
 type Click = Extract<MessageEvent, { type: 'clicked' }>;
@@ -85,11 +79,7 @@ async function applyClicks(trx: Knex.Transaction, events: MessageEvent[]): Promi
   );
   const human = [...new Set(clicks.filter((c) => !c.data.suspected_bot).map((c) => c.deliveryId!))].sort((a, b) => a - b);
   if (human.length === 0) return new Set();
-  const { rows: firstRows } = await trx.raw(
-    `UPDATE deliveries d SET clicked_at = now() WHERE d.id = ANY(?::bigint[]) AND d.clicked_at IS NULL${ofOneAccount('d', clicks.map((c) => c.userId))} RETURNING d.id`,
-    [human],
-  );
-  const firstOf = new Set((firstRows as Array<{ id: string }>).map((r) => Number(r.id)));
+  const firstOf = await markClicked(trx, human, clicks.map((c) => c.userId));
   const out = new Set<Click>();
   for (const c of clicks) {
     if (c.data.suspected_bot || !firstOf.has(c.deliveryId!)) continue;

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
 import { dnsFor } from '../dns';
-import { claimPerAccount } from '../db/per-account';
+import { claimPerAccount, ofAccount } from '../db/per-account';
 import { runDueJobs, type JobKind, type JobOutcome } from '../jobs/runner';
 import { jobTable, type Claimed } from '../jobs/table';
 import { UTR_FIELDS, utrJoins } from '../sources';
@@ -86,10 +86,10 @@ const WANTING = (account: string) => `w.is_active = ${webhookActivity.sql.Active
       WHERE e.user_id = ${account} AND e.id > w.last_event_id
         AND (cardinality(w.event_types) = 0 OR e.type = ANY(w.event_types)))`;
 
-/** One such endpoint (of one account with `byAccount`), held for this transaction. */
-const PICK_SQL = (byAccount: boolean) => `
+/** One such endpoint (of account `userId` when given), held for this transaction. */
+const PICK_SQL = (userId: number | undefined) => `
   SELECT w.user_id, w.id, w.last_event_id, w.event_types FROM webhooks w
-  WHERE ${byAccount ? `w.user_id = :userId AND ${WANTING(':userId')}` : WANTING('w.user_id')}
+  WHERE ${WANTING(userId === undefined ? 'w.user_id' : String(userId))}${ofAccount('w.user_id', userId)}
   LIMIT 1
   FOR UPDATE OF w SKIP LOCKED`;
 
@@ -117,7 +117,7 @@ export async function batchEvents(db: Knex): Promise<number> {
 /** Batches one endpoint's new events (of account `userId` when given). Returns the batches made, or undefined when no endpoint wanted any. */
 async function batchOne(db: Knex, userId: number | undefined): Promise<number | undefined> {
   return db.transaction(async (trx) => {
-    const { rows } = userId === undefined ? await trx.raw(PICK_SQL(false)) : await trx.raw(PICK_SQL(true), { userId });
+    const { rows } = await trx.raw(PICK_SQL(userId));
     const w = rows[0] as { user_id: number; id: number; last_event_id: string; event_types: string[] } | undefined;
     if (!w) return undefined;
     const { rows: out } = await trx.raw(BATCH_SQL, {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { chunkSize, fanOutChunk, FIRST_CHUNK, MAX_CHUNK } from '../../src/delivery/audience';
 import { onCitus } from '../../src/db/per-account';
-import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow } from '../../src/delivery/queue';
+import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow } from '../../src/deliveries/queue';
 import { suppress, unsubscribeFromGroup, unsubscribeGlobally, type Suppression } from '../../src/suppression';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';

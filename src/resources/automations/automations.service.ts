@@ -18,6 +18,7 @@ import {
 import { liveRows, lockByKeys, scoped } from '../shared/crud';
 import { TARGET, type CreateAutomationInput } from './automations.schemas';
 import { wakeWorkers } from '../../jobs/wake';
+import { cancelRowsOf } from '../../deliveries/rows';
 
 const AUTOMATIONS = 'automations as a';
 
@@ -236,7 +237,7 @@ export async function deleteAutomations(ctx: Ctx, keys: string[]): Promise<void>
       .whereIn('automation_id', automationIds)
       .whereIn('state', STOP.from)
       .update({ state: STOP.to, exit_reason: 'automation deleted', next_schedule_id: null, next_due_at: null, updated_at: trx.fn.now() });
-    await scoped(ctx, 'deliveries', trx).whereIn('automation_id', automationIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+    await cancelRowsOf(trx, ctx.userId, 'automation_id', automationIds, CANCEL);
   });
 }
 

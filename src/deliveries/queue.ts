@@ -6,7 +6,7 @@ import { softBounceCounts, suppress, type Suppression } from '../suppression';
 import { fenceSql, type Fence } from '../jobs/fence';
 import { SOURCE_REF_COLUMNS, sourceRef, type SourceRefColumns } from '../sources';
 import { AbPhase, DeliveryStatus, deliveryStatus } from '../states';
-import { ofOneAccount, type DueWork } from '../db/per-account';
+import { ofAccount, ofOneAccount, type DueWork } from '../db/per-account';
 
 /**
  * The recipient-row queue in PostgreSQL. Rows are claimed with `FOR UPDATE SKIP LOCKED`, so
@@ -103,8 +103,7 @@ export const CLAIM_SQL = (limit: number, leaseMs: number, userId?: number, relea
   if (!Number.isSafeInteger(limit) || limit < 1 || !Number.isSafeInteger(leaseMs) || leaseMs < 1) {
     throw new Error(`claim: bad limit ${limit} or lease ${leaseMs}`);
   }
-  if (userId !== undefined && !Number.isSafeInteger(userId)) throw new Error(`claim: bad account ${userId}`);
-  const of = (alias: string) => (userId === undefined ? '' : ` AND ${alias}user_id = ${userId}`);
+  const of = (alias: string) => ofAccount(`${alias}user_id`, userId);
   const due = (columns: string) => `SELECT ${columns} FROM deliveries
       WHERE status IN (${CLAIM.fromSql}) AND next_attempt_at <= now()${of('')}
       ORDER BY next_attempt_at
