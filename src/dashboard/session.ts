@@ -22,8 +22,16 @@ export const COOKIE_PATH = '/app';
 /** Failed sign-ins allowed per client address within FAILURE_WINDOW_MINUTES; then 429. */
 export const MAX_FAILURES = 10;
 export const FAILURE_WINDOW_MINUTES = 10;
-/** last_seen_at is written at most this often per session (every page would otherwise write). */
-const TOUCH_EVERY_SECONDS = 60;
+/**
+ * last_seen_at is written at most once a second per session (a page and its script's requests
+ * in the same second write once), and a session is current while it was seen within the idle
+ * window plus that second: it ends no sooner than DASHBOARD_SESSION_IDLE_MINUTES after its last
+ * request, and at most a second later. (Written once a minute, a session ended up to a minute
+ * before its time: the requests of the minute after a write were not counted.)
+ */
+const TOUCH_EVERY_SECONDS = 1;
+/** A session seen within this window (minutes, seconds) is current. */
+const idleWindow = (config: Config): [number, number] => [config.dashboardSessionIdleMinutes, TOUCH_EVERY_SECONDS];
 /** Advisory-lock class for one client address's sign-in attempts (pg_advisory_xact_lock(class, hash)). */
 const SIGN_IN_LOCK_CLASS = 0x6461; // 'da'
 
@@ -64,7 +72,7 @@ export async function findSession(db: Knex, config: Config, req: Request): Promi
     .first(
       's.csrf_token',
       db.raw('s.public_key = a.public_key AS keys_current'),
-      db.raw(`s.last_seen_at > now() - make_interval(mins => ?) AS fresh`, [config.dashboardSessionIdleMinutes]),
+      db.raw(`s.last_seen_at > now() - make_interval(mins => ?, secs => ?) AS fresh`, idleWindow(config)),
       db.raw(`s.last_seen_at < now() - make_interval(secs => ?) AS touch`, [TOUCH_EVERY_SECONDS]),
     )) as { csrf_token: string; keys_current: boolean; fresh: boolean; touch: boolean } | undefined;
   if (!row) return undefined;
@@ -102,7 +110,13 @@ export async function signIn(db: Knex, config: Config, address: string, publicKe
       return { ok: false };
     }
     const token = newToken();
-    await trx('dashboard_sessions').where('last_seen_at', '<', trx.raw(`now() - make_interval(mins => ?)`, [config.dashboardSessionIdleMinutes])).delete();
+    // The account's own expired sessions only: another process may run with a longer
+    // DASHBOARD_SESSION_IDLE_MINUTES, and other accounts' sessions are not this sign-in's to end
+    // by this process's window (one shard's rows on Citus, too). Others' expired rows go when met.
+    await trx('dashboard_sessions')
+      .where({ user_id: userId })
+      .where('last_seen_at', '<=', trx.raw(`now() - make_interval(mins => ?, secs => ?)`, idleWindow(config)))
+      .delete();
     await trx('dashboard_sessions').insert({ user_id: userId, token_hash: sha256(token), public_key: publicKey, csrf_token: newToken() });
     return { ok: true, cookie: `${userId}.${token}` };
   });

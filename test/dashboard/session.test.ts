@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { rotateKeys } from '../../src/accounts/accounts.service';
 import { signIn as openSession } from '../../src/dashboard/session';
@@ -11,6 +12,8 @@ import { makeWorld, type World } from './lib/world';
  */
 const { app, db, config } = setupApp();
 const secure = setupApp({ PUBLIC_URL: 'https://herald.example.com' });
+/** Another process's settings: a shorter idle window. */
+const short = setupApp({ DASHBOARD_SESSION_IDLE_MINUTES: '5' });
 
 let a: TestAccount;
 let b: TestAccount;
@@ -132,6 +135,36 @@ describe('sessions', () => {
     const res = await get('/app/webhooks', s);
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/app');
+  });
+
+  it('the idle time counts from the last request, to the second, not from the last write of last_seen_at', async () => {
+    const s = await signIn(app, a);
+    const mine = () => db('dashboard_sessions').where({ user_id: a.id, token_hash: createHash('sha256').update(s.cookie.split('.')[1]).digest() });
+    // Seen 30 s ago; a request now is the session's last.
+    await mine().update({ last_seen_at: db.raw(`now() - interval '30 seconds'`) });
+    expect((await get('/app/webhooks', s)).status).toBe(200);
+    // 719 minutes 40 seconds later (every stored time moved back by as much), it is still current:
+    // written once a minute, it was not (the request above was not counted).
+    await mine().update({ last_seen_at: db.raw(`last_seen_at - interval '719 minutes 40 seconds'`) });
+    expect((await get('/app/webhooks', s)).status).toBe(200);
+    // At the boundary: a second short of 720 minutes idle it is current, two seconds past them it is over.
+    await mine().update({ last_seen_at: db.raw(`now() - interval '719 minutes 59 seconds'`) });
+    expect((await get('/app/webhooks', s)).status).toBe(200);
+    await mine().update({ last_seen_at: db.raw(`now() - interval '720 minutes 2 seconds'`) });
+    expect((await get('/app/webhooks', s)).status).toBe(303);
+  });
+
+  it('a sign-in on a process with a shorter DASHBOARD_SESSION_IDLE_MINUTES ends only its own account’s sessions idle past it', async () => {
+    const [c, d] = [await makeAccount(db, 'Long'), await makeAccount(db, 'Short')];
+    const [sc, sd] = [await signIn(app, c), await signIn(app, d)];
+    // Both idle for 10 minutes: current under the default 720, past the other process's 5.
+    await db('dashboard_sessions').whereIn('user_id', [c.id, d.id]).update({ last_seen_at: db.raw(`now() - interval '10 minutes'`) });
+    await signIn(short.app, d);
+    expect(await db('dashboard_sessions').where({ user_id: c.id }).count('* as n')).toEqual([{ n: 1 }]);
+    expect((await get('/app/webhooks', sc)).status).toBe(200);
+    // The account that signed in there: its own session idle past that process's window is gone.
+    expect((await get('/app/webhooks', sd)).status).toBe(303);
+    expect(await db('dashboard_sessions').where({ user_id: d.id }).count('* as n')).toEqual([{ n: 1 }]);
   });
 
   it('rotating the account’s keys ends every session of it', async () => {
