@@ -33,6 +33,7 @@
  *   npm run bench:import -- [--rows 1000000] [--repeat 3] [--scenarios empty,existing,stale,twice,repeated]
  *                           [--big] [--big-mb 200] [--repeat-share 0.15] [--db herald_bench_import]
  *                           [--no-build] [--no-wait] [--keep] [--cpu-prof]
+ *                           [--herald-node-args "--trace-gc"] [--herald-log file]   (diagnostics)
  *
  * Ratios are baseline time / Herald time of the runs measured back to back; PASS is judged on
  * the median of those ratios. Each timed run first waits (up to 3 min) for the machine's CPUs
@@ -204,6 +205,11 @@ const PHASES: Array<[RegExp, string]> = [
   [/WITH last_rows/, 'merge'],
 ];
 
+/** The database's own name (BENCH_DB_SUFFIX included), as pg_stat_activity shows it. */
+async function databaseName(c: Client): Promise<string> {
+  return (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0].d;
+}
+
 /** CPU seconds so far of Herald's backends on the benchmark database (the pool keeps them for the run). */
 async function backendsCpu(admin: Client, db: string): Promise<number> {
   const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'herald'`, [db]);
@@ -221,13 +227,24 @@ interface Target {
   typeId: number;
 }
 
+/** --herald-log: everything a `herald serve` of this run writes, appended to that file. */
+function logOutput(h: Herald): Herald {
+  const file = opts.get('herald-log');
+  if (typeof file === 'string') {
+    const out = fs.createWriteStream(file, { flags: 'a' });
+    h.child.stdout!.pipe(out);
+    h.child.stderr!.pipe(out);
+  }
+  return h;
+}
+
 /**
  * A first start: the running `herald serve` stopped and a new one started on the same database,
  * and a new contact type for the next import (as a new installation's first import is).
  */
 async function firstStart(t: Target, url: string, dataDir: string, env: Record<string, string>, nodeArgs: string[], n: number): Promise<void> {
   await t.herald.stop();
-  t.herald = await startHerald({ databaseUrl: url, dataDir, env, nodeArgs });
+  t.herald = logOutput(await startHerald({ databaseUrl: url, dataDir, env, nodeArgs }));
   t.api = client(t.herald.baseUrl, t.account);
   t.typeId = await addContactType(t.api, `Bench import, first start #${n}`);
 }
@@ -416,7 +433,7 @@ async function staleRun(s: Scenario, dir: string): Promise<HeraldRun> {
       ['plan', 'text'],
       ['score', 'number'],
     ]);
-    const t: Target = { account, herald, api, app, admin, db: name, typeId };
+    const t: Target = { account, herald, api, app, admin, db: await databaseName(app), typeId };
     const first = await heraldImport(t, seedScenario(dir));
     const stats = await contactsStatistics(app);
     log(`  stale: first import ${seconds(first.ms)} s; contacts before the second: ${JSON.stringify(stats)}`);
@@ -519,8 +536,9 @@ async function main() {
     // Default settings; only a file past the default upload limit (a bigger --big-mb) raises it.
     const largest = Math.max(...scenarios.map((s) => s.gen.bytes));
     if (largest > DEFAULT_IMPORT_MAX_BYTES) env.IMPORT_MAX_BYTES = String(largest + 1024 * 1024);
-    const nodeArgs = opts.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve('bench/out/cpu-prof')}`] : [];
-    herald = await startHerald({ databaseUrl: url, dataDir: path.join(tmp, 'data'), env, nodeArgs });
+    const extra = typeof opts.get('herald-node-args') === 'string' ? String(opts.get('herald-node-args')).split(/\s+/).filter(Boolean) : [];
+    const nodeArgs = [...(opts.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve('bench/out/cpu-prof')}`] : []), ...extra];
+    herald = logOutput(await startHerald({ databaseUrl: url, dataDir: path.join(tmp, 'data'), env, nodeArgs }));
     const api = client(herald.baseUrl, account);
     const typeId = await addContactType(api, 'Bench import');
     const fieldIds = await addCustomFields(api, [
@@ -538,7 +556,7 @@ async function main() {
     };
     const raws = new Map<Key, RawRun[]>(scenarios.map((s) => [s.key, []]));
     const runs = new Map<Key, HeraldRun[]>(scenarios.map((s) => [s.key, []]));
-    const target: Target = { account, herald, api, app, admin, db: DB, typeId };
+    const target: Target = { account, herald, api, app, admin, db: await databaseName(app), typeId };
     let starts = 0;
     if (scenarios.some((s) => s.existing)) await ensureSeed(target, tmp);
     // The baseline and Herald alternate, scenario by scenario, so a busy moment hits both alike.
