@@ -26,34 +26,38 @@ export interface Column<R> {
 
 /**
  * A table whose rows become labelled blocks on a narrow screen (each cell carries its column's
- * label), so no page scrolls sideways on a phone.
+ * label), so no page scrolls sideways on a phone. Its values wrap anywhere; should its columns
+ * still not fit a wider window, the table scrolls inside its own box (a labelled region that
+ * takes the keyboard's focus, so it scrolls without a mouse too), never the page.
  */
-export function Table<R>({ caption, columns, rows, empty, name }: { caption: string; columns: Column<R>[]; rows: R[]; empty: string; name?: string }) {
+export function Table<R>({ caption, columns, rows, empty, name }: { caption: string; columns: Column<R>[]; rows: R[]; empty: string; name: string }) {
   if (rows.length === 0) return <p class="muted">{empty}</p>;
   return (
-    <table class="data" data-table={name}>
-      <caption>{caption}</caption>
-      <thead>
-        <tr>
-          {columns.map((c) => (
-            <th scope="col" class={c.numeric ? 'num' : undefined}>
-              {c.label}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((r) => (
+    <div class="table-box" role="region" aria-labelledby={`table-${name}`} tabIndex={0}>
+      <table class="data" data-table={name}>
+        <caption id={`table-${name}`}>{caption}</caption>
+        <thead>
           <tr>
             {columns.map((c) => (
-              <td data-label={c.label} class={c.numeric ? 'num' : undefined}>
-                {c.cell(r)}
-              </td>
+              <th scope="col" class={c.numeric ? 'num' : undefined}>
+                {c.label}
+              </th>
             ))}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr>
+              {columns.map((c) => (
+                <td data-label={c.label} class={c.numeric ? 'num' : undefined}>
+                  {c.cell(r)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 

@@ -1,12 +1,14 @@
 import fs from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { rotateKeys } from '../../src/accounts/accounts.service';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeBrowser, launchChromium } from '../helpers/browser';
 import { startDnsServer, type DnsServer } from '../helpers/dns';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
+import { makeWaitingAbSend } from './lib/ab-send';
+import { dashboardPages } from './lib/pages';
+import { serve, type Served } from './lib/serve';
+import { measureWidth } from './lib/width';
 import { makeWorld, type World } from './lib/world';
 
 /**
@@ -29,7 +31,7 @@ let a: TestAccount;
 let b: TestAccount;
 let w: World;
 let wb: World;
-let server: Server;
+let served: Served | undefined;
 let base: string;
 let dns: DnsServer;
 let receiver: Receiver;
@@ -47,59 +49,16 @@ beforeAll(async () => {
   const saved = await api(app, a).form('/webhooks/save', { url: receiver.url, description: 'local receiver' });
   expect(saved.status).toBe(200);
   testHookId = saved.body.message.id;
-  abSend = await makeWaitingAbSend();
-  server = app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  abSend = await makeWaitingAbSend(app, db, a, w, { name: 'A/B in the browser', subjects: ['Subject A', 'Subject <b>B</b>', 'Subject C'] });
+  served = await serve(app);
+  base = served.base;
 }, 120_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  await served?.close();
   await dns?.close();
   await receiver?.close();
 });
-
-/**
- * A subject test of 3 variations on a's list, as the worker would have left it once the test
- * group was sent and the test found inconclusive with `wait`: each variation's counters, the
- * test waiting, the rest of the audience held.
- */
-async function makeWaitingAbSend(): Promise<{ utr: string; id: number }> {
-  const res = await api(app, a).form('/single/send/create', {
-    template_id: 1,
-    template_html: '<html><body><p>Hello</p></body></html>',
-    sender_id: w.senderId,
-    unsubscribe_group_id: (await db('unsubscribe_groups').where({ user_id: a.id }).first('id')).id,
-    single_send_name: 'A/B in the browser',
-    subject: 'Subject A',
-    preheader: 'p',
-    recipient_id: [`contacts_${w.typeId}`],
-    schedule_type: 1,
-    schedule_date: `${new Date().getUTCFullYear() + 1}-01-01`,
-    schedule_time: '09:00',
-    ab_test_type: 'subject',
-    'ab_variations[0][subject]': 'Subject <b>B</b>',
-    'ab_variations[1][subject]': 'Subject C',
-    ab_if_inconclusive: 'wait',
-  });
-  expect(res.status).toBe(200);
-  const utr = res.body.message.utr as string;
-  const { id } = await db('single_sends').where({ utr, user_id: a.id }).first('id');
-  await db('single_sends').where({ id, user_id: a.id }).update({ status: 2, sent_at: db.fn.now(), fanout_done_at: db.fn.now(), triggered: 12 });
-  const counts = [
-    { triggered: 2, delivered: 2, unique_opens: 1, unique_clicks: 0 },
-    { triggered: 2, delivered: 2, unique_opens: 2, unique_clicks: 1 },
-    { triggered: 1, delivered: 1, unique_opens: 0, unique_clicks: 0 },
-  ];
-  for (const [idx, c] of counts.entries()) await db('single_send_variations').where({ single_send_id: id, user_id: a.id, idx }).update(c);
-  await db('ab_tests').where({ single_send_id: id, user_id: a.id }).update({ status: 'waiting', test_size: 5, test_done_at: db.fn.now() });
-  await db('deliveries').insert(w.emails.slice(5).map((email) => ({ user_id: a.id, single_send_id: id, email, status: 'held' })));
-  return { utr, id };
-}
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 const pct = (rate: number | null, digits = 1) => (rate === null ? '–' : `${(rate * 100).toFixed(digits)} %`);
@@ -191,19 +150,7 @@ describeBrowser('the dashboard in a browser', () => {
     })()`);
   }
 
-  const pages = () => [
-    '/app',
-    `/app/sends/${w.send.utr}`,
-    `/app/sends/${w.send.utr}/reports/${w.bounceEventId}`,
-    '/app/automations',
-    `/app/automations/${w.automation.utr}`,
-    '/app/contacts',
-    `/app/contacts/${w.contactIds[0]}`,
-    '/app/deliverability',
-    '/app/webhooks',
-    `/app/webhooks/${w.webhookId}`,
-    `/app/sends/${abSend.utr}`,
-  ];
+  const pages = () => dashboardPages(w, abSend.utr);
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -471,8 +418,7 @@ describeBrowser('the dashboard in a browser', () => {
     await page.setViewportSize({ width: 360, height: 740 });
     for (const path of pages()) {
       await visit(path);
-      const widths = (await page.evaluate(`({ scroll: document.documentElement.scrollWidth, view: window.innerWidth })`)) as { scroll: number; view: number };
-      expect({ path, ...widths }).toEqual({ path, scroll: widths.view, view: widths.view });
+      expect({ path, ...(await measureWidth(page)) }).toEqual({ path, view: 360, scroll: 360, outside: [] });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   });

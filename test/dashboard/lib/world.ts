@@ -32,16 +32,21 @@ export interface WorldOptions {
   contactName?: string;
   subject?: string;
   linkUrl?: string;
+  /**
+   * Applied to every other text the world writes (names, subjects, addresses, diagnostics,
+   * errors, file names): the long-values test makes each one 200 unbroken characters.
+   */
+  stretch?: (value: string) => string;
 }
 
-const DSN = (to: string) =>
+const DSN = (to: string, diagnostic: string) =>
   [
     'From: MAILER-DAEMON@mx.remote.test',
     `To: bounce@bounces.test`,
     'Subject: Undelivered Mail Returned to Sender',
     'Content-Type: text/plain',
     '',
-    `<${to}>: host mx.remote.test said: 550 5.1.1 User unknown`,
+    `<${to}>: host mx.remote.test said: ${diagnostic}`,
     '',
   ].join('\r\n');
 
@@ -55,19 +60,21 @@ async function deliveries(db: Knex, rows: Array<Record<string, unknown>>): Promi
 
 export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {}): Promise<World> {
   const tag = randomBytes(3).toString('hex');
-  const typeId = await makeContactType(db, a, 'Customers');
-  const emails = Array.from({ length: 12 }, (_, i) => `reader${i}.${tag}@example.com`);
+  const s = opts.stretch ?? ((value: string) => value);
+  const typeId = await makeContactType(db, a, s('Customers'));
+  const emails = Array.from({ length: 12 }, (_, i) => s(`reader${i}.${tag}@example.com`));
   const contactIds = await makeContacts(
     db,
     a,
     typeId,
-    emails.map((email, i) => ({ email, first_name: i === 0 && opts.contactName ? opts.contactName : `Reader ${i}` })),
+    emails.map((email, i) => ({ email, first_name: i === 0 && opts.contactName ? opts.contactName : s(`Reader ${i}`) })),
   );
 
   // A single send sent two days ago to the 12 contacts: 10 delivered, 2 bounced at send.
-  const subject = opts.subject ?? `November news ${tag}`;
-  const linkUrl = opts.linkUrl ?? `https://example.com/offer?tag=${tag}`;
-  const send = await makeSendRow(db, a, { name: `November ${tag}`, status: SendStatus.Completed });
+  const subject = opts.subject ?? s(`November news ${tag}`);
+  const linkUrl = opts.linkUrl ?? s(`https://example.com/offer?tag=${tag}`);
+  const name = s(`November ${tag}`);
+  const send = await makeSendRow(db, a, { name, status: SendStatus.Completed });
   await db('single_sends')
     .where({ id: send.id })
     .update({ subject, triggered: 12, sent_at: db.raw(`now() - interval '2 days'`), completed_at: db.raw(`now() - interval '2 days'`) });
@@ -85,7 +92,7 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
   );
   const [link] = await db('tracked_links').insert({ user_id: a.id, single_send_id: send.id, url: linkUrl }).returning('id');
   const ref = (i: number) => ({ userId: a.id, deliveryId: rows[i].id, singleSendId: send.id, automationId: null, email: rows[i].email });
-  const bounce = { status: '5.1.1', diagnostic: '550 5.1.1 User unknown', source: 'dsn' };
+  const bounce = { status: '5.1.1', diagnostic: s('550 5.1.1 User unknown'), source: 'dsn' };
   await events(db, [
     ...rows.slice(0, 10).map((_, i) => ({ type: 'delivered' as const, ...ref(i) })),
     { type: 'bounced', ...ref(10), data: { ...bounce, source: 'smtp', smtp_code: 550, kind: 'hard' } },
@@ -100,17 +107,17 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
   ]);
   await events(db, [{ type: 'complained', ...ref(3), data: { source: 'arf', feedback_type: 'abuse' } }]);
   await db('bounce_reports').insert([
-    { user_id: a.id, delivery_id: rows[11].id, kind: 'hard', source: 'dsn', status: '5.1.1', diagnostic: bounce.diagnostic, raw: Buffer.from(DSN(rows[11].email)) },
-    { user_id: a.id, delivery_id: rows[3].id, kind: 'complaint', source: 'arf', diagnostic: 'abuse', raw: Buffer.from('Feedback-Type: abuse\r\n') },
+    { user_id: a.id, delivery_id: rows[11].id, kind: 'hard', source: 'dsn', status: '5.1.1', diagnostic: bounce.diagnostic, raw: Buffer.from(DSN(rows[11].email, bounce.diagnostic)) },
+    { user_id: a.id, delivery_id: rows[3].id, kind: 'complaint', source: 'arf', diagnostic: s('abuse'), raw: Buffer.from('Feedback-Type: abuse\r\n') },
   ]);
   const problemIds = (await db('events').where({ user_id: a.id, single_send_id: send.id }).whereIn('type', ['bounced', 'complained']).orderBy('id').pluck('id')) as string[];
 
   // An older send, sent 40 days ago: outside a 30-day overview.
-  const oldSend = await makeSendRow(db, a, { name: `October ${tag}`, status: SendStatus.Completed });
+  const oldSend = await makeSendRow(db, a, { name: s(`October ${tag}`), status: SendStatus.Completed });
   await db('single_sends').where({ id: oldSend.id }).update({ triggered: 3, delivered: 3, unique_opens: 3, sent_at: db.raw(`now() - interval '40 days'`) });
 
   // A live automation with two emails; the first went to four contacts, the second to two.
-  const group = await makeGroup(db, a, `Drip ${tag}`);
+  const group = await makeGroup(db, a, s(`Drip ${tag}`));
   const sender = await makeSender(db, a);
   const utr = randomUUID();
   const [auto] = await db('automations')
@@ -119,7 +126,7 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
       utr,
       automation_for: typeId,
       automation_for_table: 'contacts_',
-      automation_name: `Welcome ${tag}`,
+      automation_name: s(`Welcome ${tag}`),
       unsubscribe_group_id: group,
       automation_type: 1,
       status: AutomationStatus.Live,
@@ -127,7 +134,7 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
     })
     .returning('id');
   const schedules: Array<{ id: number; utr: string; subject: string }> = [];
-  for (const [i, subj] of [`Welcome aboard ${tag}`, `Getting started ${tag}`].entries()) {
+  for (const [i, subj] of [s(`Welcome aboard ${tag}`), s(`Getting started ${tag}`)].entries()) {
     const sUtr = randomUUID();
     const [s] = await db('automation_schedules')
       .insert({ user_id: a.id, automation_id: auto.id, sender_id: sender, subject: subj, waiting_period: i, waiting_type: i ? 'days' : 'instantly', utr: sUtr, template_id: 1, preview_img: 'x.png' })
@@ -164,7 +171,7 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
     checked_at: db.fn.now(),
   });
   const [hook] = await db('webhooks')
-    .insert({ user_id: a.id, url: 'https://hooks.example.com/herald', secret: 'whsec_test', failing_since: db.raw(`now() - interval '3 hours'`) })
+    .insert({ user_id: a.id, url: s('https://hooks.example.com/herald'), secret: 'whsec_test', failing_since: db.raw(`now() - interval '3 hours'`) })
     .returning('id');
   await db('webhook_deliveries').insert({
     user_id: a.id,
@@ -176,20 +183,20 @@ export async function makeWorld(db: Knex, a: TestAccount, opts: WorldOptions = {
     status: 'pending',
     attempt: 2,
     last_status: 500,
-    last_error: 'HTTP 500: upstream down',
+    last_error: s('HTTP 500: upstream down'),
   });
-  await db('contact_imports').insert({ user_id: a.id, contact_type_id: typeId, file_name: `broken-${tag}.csv`, status: 'failed', error: 'The file is not UTF-8', finished_at: db.fn.now() });
+  await db('contact_imports').insert({ user_id: a.id, contact_type_id: typeId, file_name: s(`broken-${tag}.csv`), status: 'failed', error: s('The file is not UTF-8'), finished_at: db.fn.now() });
   await db('suppressions').insert([
-    { user_id: a.id, email: emails[11], type: 'bounce', reason: 'hard bounce', diagnostic: bounce.diagnostic, source: 'dsn', single_send_id: send.id },
+    { user_id: a.id, email: emails[11], type: 'bounce', reason: s('hard bounce'), diagnostic: bounce.diagnostic, source: 'dsn', single_send_id: send.id },
     { user_id: a.id, email: emails[3], type: 'complaint', reason: 'complaint (abuse)', diagnostic: '', source: 'arf', single_send_id: send.id },
-    { user_id: a.id, email: `manual.${tag}@example.com`, type: 'manual', reason: 'added by API', diagnostic: '', source: 'api' },
+    { user_id: a.id, email: s(`manual.${tag}@example.com`), type: 'manual', reason: s('added by API'), diagnostic: '', source: 'api' },
   ]);
 
   return {
     typeId,
     contactIds,
     emails,
-    send: { id: send.id, utr: send.utr, name: `November ${tag}`, subject, linkUrl },
+    send: { id: send.id, utr: send.utr, name, subject, linkUrl },
     oldSend,
     automation: { id: auto.id, utr, emails: schedules },
     bounceEventId: String(problemIds[1]),

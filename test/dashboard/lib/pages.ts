@@ -1,0 +1,23 @@
+import type { World } from './world';
+
+/**
+ * Every page of the dashboard a signed-in account opens (the GET routes of
+ * src/dashboard/index.tsx), for one world's records: the tests that visit "every page" (axe,
+ * phone width, long values) take this list, so a new page is added here once.
+ */
+export function dashboardPages(w: World, abSendUtr: string): string[] {
+  return [
+    '/app',
+    `/app/sends/${w.send.utr}`,
+    `/app/sends/${w.send.utr}/reports/${w.bounceEventId}`,
+    `/app/sends/${abSendUtr}`,
+    '/app/automations',
+    `/app/automations/${w.automation.utr}`,
+    '/app/contacts',
+    `/app/contacts/${w.contactIds[0]}`,
+    '/app/deliverability',
+    '/app/webhooks',
+    `/app/webhooks/${w.webhookId}`,
+    '/app/no-such-page',
+  ];
+}
