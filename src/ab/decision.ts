@@ -5,9 +5,10 @@ import { invalid } from '../http/errors';
 import { integer } from '../http/fields';
 import { validate } from '../http/validate';
 import { claimPerAccount } from '../db/per-account';
+import { countHeldRows, TEST_GROUP_SENT } from '../deliveries/rows';
 import { defineJob, enqueue } from '../jobs/kind';
 import type { JobDeps } from '../jobs/runner';
-import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus, SendStatus } from '../states';
+import { AbPhase, AbStatus, abStatus, SendStatus } from '../states';
 import { decide, type DecidedBy } from './bayes';
 import { describeVariations, loadVariations, type VariationResult } from './results';
 import { variationLetter, type AbCriteria, type AbIfInconclusive, type AbType } from './settings';
@@ -71,13 +72,7 @@ async function applyDecision(trx: Knex.Transaction, test: TestRow, winner: numbe
   const released =
     test.audience_size !== null && test.test_size !== null
       ? test.audience_size - test.test_size
-      : Number(
-          (
-            await trx('deliveries')
-              .where({ user_id: test.user_id, single_send_id: test.single_send_id, status: DeliveryStatus.Held })
-              .count<{ n: string }[]>({ n: '*' })
-          )[0].n,
-        );
+      : await countHeldRows(trx, test.user_id, test.single_send_id);
   // The release matches the test's row only while it is open to a decision and its winner is one
   // of its variations (the claim joins the winner's variation by index): else it fails here, and
   // the caller's transaction rolls back whole — never a test decided with nothing to release.
@@ -197,9 +192,7 @@ async function noticeFinishedOf(db: Knex, userId: number | undefined, limit: num
        JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = ${account}
        WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL${userId === undefined ? '' : ' AND t.user_id = ?'}
          AND s.status IN (${SendStatus.Running}, ${SendStatus.Completed}) AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM deliveries d
-                         WHERE d.single_send_id = t.single_send_id AND d.user_id = ${account} AND d.ab_phase = ${AbPhase.Test}
-                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))
+         AND ${TEST_GROUP_SENT(account, AbPhase.Test)}
        ORDER BY t.single_send_id
        LIMIT ?
        FOR UPDATE OF t SKIP LOCKED`,

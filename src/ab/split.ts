@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Knex } from 'knex';
 import { secret } from '../db/secrets';
+import { assignVariations, countSendRows, rankedSendRows } from '../deliveries/rows';
 import { AbPhase, AbStatus, abStatus, DeliveryStatus, deliveryStatus } from '../states';
 
 /**
@@ -65,39 +66,19 @@ export async function startTestGroup(trx: Knex.Transaction, send: { id: number; 
   // Three plain statements — the size, the ranked ids, their assignment — where one statement (a
   // window function over the ranked rows, in a CTE that updates them) crashed the Citus 13.2.2
   // coordinator on the cluster (signal 11, with or without bind parameters; docs/scaling.md).
-  const { rows: held } = await trx.raw(
-    `SELECT count(*)::int AS n FROM deliveries d WHERE d.user_id = ? AND d.single_send_id = ? AND d.status IN (${ASSIGN.fromSql})`,
-    [send.user_id, send.id],
-  );
-  const size = testGroupSize(held[0].n, test.test_percentage, variations.length);
-  const ranked = size
-    ? ((await trx.raw(
-        `SELECT d.id FROM deliveries d
-         WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${ASSIGN.fromSql})
-         ORDER BY ${RANK_ORDER}
-         LIMIT :size`,
-        { userId: send.user_id, sendId: send.id, key, size },
-      )).rows as Array<{ id: string | number }>)
-    : [];
+  const held = await countSendRows(trx, send.user_id, send.id, ASSIGN.fromSql);
+  const size = testGroupSize(held, test.test_percentage, variations.length);
+  const ranked = size ? await rankedSendRows(trx, { userId: send.user_id, sendId: send.id, key, size }, ASSIGN.fromSql, RANK_ORDER) : [];
   // Dealt in turn: rank 1 → A, 2 → B, …
   const dealt = ranked.map((r, i) => ({ id: r.id, v: variations[i % variations.length] }));
-  const { rows } = dealt.length
-    ? await trx.raw(
-        `UPDATE deliveries d
-         SET status = ${ASSIGN.toSql}, ab_phase = ?, next_attempt_at = now(), ab_variation_id = v.v
-         FROM json_to_recordset(?::json) AS v(id bigint, v integer)
-         WHERE d.id = v.id AND d.user_id = ? AND d.status IN (${ASSIGN.fromSql})
-         RETURNING d.ab_variation_id`,
-        [AbPhase.Test, JSON.stringify(dealt), send.user_id],
-      )
-    : { rows: [] };
+  const rows = dealt.length ? await assignVariations(trx, send.user_id, dealt, ASSIGN, AbPhase.Test) : [];
   const counts = new Map<number, number>();
-  for (const r of rows as Array<{ ab_variation_id: number }>) counts.set(r.ab_variation_id, (counts.get(r.ab_variation_id) ?? 0) + 1);
+  for (const r of rows) counts.set(r.ab_variation_id, (counts.get(r.ab_variation_id) ?? 0) + 1);
   for (const id of variations) {
     await trx('single_send_variations').where({ id, user_id: send.user_id }).update({ triggered: counts.get(id) ?? 0 });
   }
   await trx('ab_tests')
     .where({ single_send_id: send.id, user_id: send.user_id })
-    .update({ status: START.to, test_size: [...counts.values()].reduce((s, n) => s + n, 0), audience_size: held[0].n, updated_at: trx.fn.now() });
+    .update({ status: START.to, test_size: [...counts.values()].reduce((s, n) => s + n, 0), audience_size: held, updated_at: trx.fn.now() });
   return [...counts.values()].reduce((s, n) => s + n, 0);
 }

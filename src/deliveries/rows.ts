@@ -126,3 +126,85 @@ export async function cancelRowsOf(
 ): Promise<void> {
   await trx('deliveries').where('deliveries.user_id', userId).whereIn(owner, ids).whereIn('status', cancel.from).update({ status: cancel.to });
 }
+
+/**
+ * The account's rows of these ids, locked for the caller's transaction in id order (a fixed order
+ * keeps two transactions from deadlocking), with how long ago each was sent (`age`, seconds; null
+ * while its outcome is not written): a tracking hit's row (src/public/tracking.ts).
+ */
+export async function lockRowsForHits<T>(trx: Knex.Transaction, userId: number, ids: number[], columns: readonly string[]): Promise<T[]> {
+  const locked = await trx.raw(
+    `SELECT ${columns.join(', ')},
+                extract(epoch FROM now() - sent_at)::float8 AS age
+         FROM deliveries WHERE user_id = ? AND id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
+    [userId, ids],
+  );
+  return locked.rows as T[];
+}
+
+/**
+ * Per send (alias `s`), its opened rows as `[address, id, token]` (`opened`): one indexed subquery
+ * (deliveries_opened_index). One binding, the account: given as a value, not as s.user_id — Citus
+ * routes a correlated subquery by its own filter.
+ */
+export const OPENED_ROWS_OF_SEND = `(SELECT jsonb_agg(jsonb_build_array(lower(d.email), d.id, d.token))
+        FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = ? AND d.opened_at IS NOT NULL) AS opened`;
+
+/** How many of account `userId`'s rows of send `sendId` are in the states `statusIn` (SQL text: a Move's `fromSql`). */
+export async function countSendRows(trx: Knex, userId: number, sendId: number, statusIn: string): Promise<number> {
+  const { rows } = await trx.raw(`SELECT count(*)::int AS n FROM deliveries d WHERE d.user_id = ? AND d.single_send_id = ? AND d.status IN (${statusIn})`, [
+    userId,
+    sendId,
+  ]);
+  return rows[0].n as number;
+}
+
+/** The ids of the first `size` such rows in `order` (SQL on alias `d`, whose binding `:key` is given). */
+export async function rankedSendRows(
+  trx: Knex,
+  at: { userId: number; sendId: number; key: Knex.Value; size: number },
+  statusIn: string,
+  order: string,
+): Promise<Array<{ id: string | number }>> {
+  const { rows } = await trx.raw(
+    `SELECT d.id FROM deliveries d
+         WHERE d.user_id = :userId AND d.single_send_id = :sendId AND d.status IN (${statusIn})
+         ORDER BY ${order}
+         LIMIT :size`,
+    at,
+  );
+  return rows as Array<{ id: string | number }>;
+}
+
+/** Puts each dealt row (`{ id, v }`: its variation) in A/B phase `phase` with `assign`'s move; returns each moved row's variation. */
+export async function assignVariations(
+  trx: Knex,
+  userId: number,
+  dealt: ReadonlyArray<{ id: string | number; v: number }>,
+  assign: Move<DeliveryStatus>,
+  phase: number,
+): Promise<Array<{ ab_variation_id: number }>> {
+  const { rows } = await trx.raw(
+    `UPDATE deliveries d
+         SET status = ${assign.toSql}, ab_phase = ?, next_attempt_at = now(), ab_variation_id = v.v
+         FROM json_to_recordset(?::json) AS v(id bigint, v integer)
+         WHERE d.id = v.id AND d.user_id = ? AND d.status IN (${assign.fromSql})
+         RETURNING d.ab_variation_id`,
+    [phase, JSON.stringify(dealt), userId],
+  );
+  return rows as Array<{ ab_variation_id: number }>;
+}
+
+/** How many of the send's rows are held for an A/B decision. */
+export async function countHeldRows(trx: Knex, userId: number, sendId: number): Promise<number> {
+  const [row] = await trx('deliveries').where({ user_id: userId, single_send_id: sendId, status: deliveryStatus.named.Held }).count<{ n: string }[]>({ n: '*' });
+  return Number(row.n);
+}
+
+/**
+ * `NOT EXISTS` a test-group row of the test (alias `t`) still queued or being sent: the partial
+ * index deliveries_ab_test_pending_index holds exactly those. `account` names the account.
+ */
+export const TEST_GROUP_SENT = (account: string, testPhase: number) => `NOT EXISTS (SELECT 1 FROM deliveries d
+                         WHERE d.single_send_id = t.single_send_id AND d.user_id = ${account} AND d.ab_phase = ${testPhase}
+                           AND d.status IN (${deliveryStatus.sql.Queued}, ${deliveryStatus.sql.Sending}))`;

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Deps } from '../context';
 import { secret } from '../db/secrets';
+import { lockRowsForHits, rowsByStoredTokens } from '../deliveries/rows';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
@@ -111,13 +112,14 @@ export class TrackingRecorder {
     for (const h of hits) perAccount.set(h.ref.userId, (perAccount.get(h.ref.userId) ?? new Set()).add(h.ref.deliveryId));
     const rows: DeliveryRow[] = [];
     for (const [userId, ids] of [...perAccount].sort((a, b) => a[0] - b[0])) {
-      const locked = await trx.raw(
-        `SELECT id, user_id, ${SOURCE_REF_COLUMNS.join(', ')}, email, open_count,
-                extract(epoch FROM now() - sent_at)::float8 AS age
-         FROM deliveries WHERE user_id = ? AND id = ANY(?::bigint[]) ORDER BY id FOR UPDATE`,
-        [userId, [...ids].sort((a, b) => a - b)],
-      );
-      rows.push(...(locked.rows as DeliveryRow[]));
+      const locked = await lockRowsForHits<DeliveryRow>(trx, userId, [...ids].sort((a, b) => a - b), [
+        'id',
+        'user_id',
+        ...SOURCE_REF_COLUMNS,
+        'email',
+        'open_count',
+      ]);
+      rows.push(...locked);
     }
     const byId = new Map(rows.map((r) => [Number(r.id), r]));
     const window = this.config.clickBotWindowSeconds;
@@ -178,7 +180,7 @@ async function openRef(db: Knex, token: string): Promise<RecipientRef | undefine
   const found = lookupToken(await secret(db, 'tracking'), token);
   if (!found) return undefined;
   if (found.by === 'key') return found.ref;
-  const row = await db('deliveries').where({ token: found.token }).first('id', 'user_id');
+  const [row] = await rowsByStoredTokens<{ id: string | number; user_id: number }>(db, [found.token], ['id', 'user_id']);
   return row ? { deliveryId: Number(row.id), userId: row.user_id } : undefined;
 }
 

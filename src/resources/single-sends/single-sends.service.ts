@@ -17,6 +17,7 @@ import { abSettingsFields, copyAbTest, readAbPlans, saveAbTest } from '../../ab/
 import { resolveAbInput } from './ab-input';
 import { decideByHand, lockTest } from '../../ab/decision';
 import { wakeWorkers } from '../../jobs/wake';
+import { cancelRowsOf, OPENED_ROWS_OF_SEND } from '../../deliveries/rows';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
@@ -60,11 +61,7 @@ function withOpenTokens(ctx: Ctx, q: Knex.QueryBuilder): Knex.QueryBuilder {
   return q.select(
     's.*',
     // d.user_id given as a value, not as s.user_id: Citus routes a correlated subquery by its own filter.
-    ctx.db.raw(
-      `(SELECT jsonb_agg(jsonb_build_array(lower(d.email), d.id, d.token))
-        FROM deliveries d WHERE d.single_send_id = s.id AND d.user_id = ? AND d.opened_at IS NOT NULL) AS opened`,
-      [ctx.userId],
-    ),
+    ctx.db.raw(OPENED_ROWS_OF_SEND, [ctx.userId]),
   );
 }
 
@@ -233,7 +230,7 @@ export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promis
   return utr;
 }
 
-/** A send due now is started by a woken worker, not at its next poll (src/delivery/wake-up.ts). */
+/** A send due now is started by a woken worker, not at its next poll (src/jobs/wake.ts). */
 async function wakeIfDue(ctx: Ctx, due: Date): Promise<void> {
   if (due.getTime() <= Date.now()) await wakeWorkers(ctx.db, 'housekeeping');
 }
@@ -287,7 +284,7 @@ export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void>
   await ctx.db.transaction(async (trx) => {
     const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
     await scoped(ctx, 'single_sends', trx).whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
-    await scoped(ctx, 'deliveries', trx).whereIn('single_send_id', sendIds).whereIn('status', CANCEL.from).update({ status: CANCEL.to });
+    await cancelRowsOf(trx, ctx.userId, 'single_send_id', sendIds, CANCEL);
     await scoped(ctx, 'ab_tests', trx).whereIn('single_send_id', sendIds).where('releasing', true).update({ releasing: false });
   });
 }
