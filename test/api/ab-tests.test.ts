@@ -1,4 +1,5 @@
 import request from 'supertest';
+import * as winnerCheck from '../../migrations/202612270100_ab-winner-check';
 import { decideByHand, lockTest } from '../../src/ab/decision';
 import { singleSendRecord, singleSendResponse } from '../../src/resources/single-sends/single-sends.schemas';
 import { api, expectShape, makeAccount, setupApp, type TestAccount } from '../helpers/app';
@@ -327,6 +328,24 @@ describe('POST /single/send/ab/winner', () => {
     await expect(db.transaction((trx) => decideByHand(trx, stale!, 1))).rejects.toThrow(/matched no open test/);
     expect(await decision(id)).toEqual({ status: 'decided', winner: 0, decided_by: 'original', releasing: false });
     expect(await decidedEvents(id)).toEqual([]);
+  });
+
+  it('the migration that adds the CHECK first reopens a test a pick of -1 left decided, as waiting for a person', async () => {
+    const { id } = await waiting();
+    // In a transaction rolled back at the end: the constraint is never missing for anyone else.
+    const run = db.transaction(async (trx) => {
+      await trx.raw('ALTER TABLE ab_tests DROP CONSTRAINT ab_tests_winner_check');
+      await trx('ab_tests')
+        .where({ single_send_id: id, user_id: a.id })
+        .update({ status: 'decided', winner: -1, decided_by: 'manual', decided_at: trx.fn.now(), releasing: true, result: JSON.stringify({ variations: [] }) });
+      await winnerCheck.up(trx);
+      expect(await trx('ab_tests').where({ single_send_id: id, user_id: a.id }).first('status', 'winner', 'decided_by', 'decided_at', 'releasing', 'result')).toEqual({
+        status: 'waiting', winner: null, decided_by: null, decided_at: null, releasing: false, result: null,
+      });
+      expect((await trx.raw(`SELECT 1 FROM pg_constraint WHERE conname = 'ab_tests_winner_check'`)).rows).toHaveLength(1);
+      throw new Error('rolled back');
+    });
+    await expect(run).rejects.toThrow('rolled back');
   });
 
   it('the database refuses a winner below 0', async () => {
