@@ -134,7 +134,8 @@ export function posteriors(arms: Arm[]): ArmPosterior[] {
 /** What to do when no variation is best with the required probability. */
 export type IfInconclusive = 'send_leader' | 'send_original' | 'wait';
 /** How a winner was chosen: on evidence, by the inconclusive rule (leader, original), or by a person. */
-export type DecidedBy = 'significant' | 'leader' | 'original' | 'manual';
+export const DECIDED_BY = ['significant', 'leader', 'original', 'manual'] as const;
+export type DecidedBy = (typeof DECIDED_BY)[number];
 
 export interface Verdict {
   /** The variation's index, or null: the test is inconclusive and waits for a person. */

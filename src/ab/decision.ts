@@ -4,7 +4,7 @@ import { recordAccountEvent } from '../events/account-events';
 import { invalid } from '../http/errors';
 import { integer } from '../http/fields';
 import { validate } from '../http/validate';
-import { claimPerAccount } from '../db/per-account';
+import { claimPerAccount, ofAccount } from '../db/per-account';
 import { countHeldRows, TEST_GROUP_SENT } from '../deliveries/rows';
 import { defineJob, enqueue } from '../jobs/kind';
 import type { JobDeps } from '../jobs/runner';
@@ -183,20 +183,19 @@ export async function noticeFinishedTestGroups(db: Knex): Promise<number> {
 
 async function noticeFinishedOf(db: Knex, userId: number | undefined, limit: number): Promise<number> {
   // The account as a value for every table (Citus routes each by its own filter); `t.user_id` on one server.
-  const account = userId === undefined ? 't.user_id' : '?';
-  const bindings = userId === undefined ? [] : [userId, userId, userId];
+  const account = userId === undefined ? 't.user_id' : String(userId);
   return db.transaction(async (trx) => {
     const { rows } = await trx.raw(
       `SELECT t.user_id, t.single_send_id, t.winner_criteria, t.duration_minutes
        FROM ab_tests t
        JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = ${account}
-       WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL${userId === undefined ? '' : ' AND t.user_id = ?'}
+       WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL${ofAccount('t.user_id', userId)}
          AND s.status IN (${SendStatus.Running}, ${SendStatus.Completed}) AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
          AND ${TEST_GROUP_SENT(account, AbPhase.Test)}
        ORDER BY t.single_send_id
        LIMIT ?
        FOR UPDATE OF t SKIP LOCKED`,
-      [...bindings, limit],
+      [limit],
     );
     for (const t of rows as Array<{ user_id: number; single_send_id: number; winner_criteria: AbCriteria; duration_minutes: number }>) {
       const manual = t.winner_criteria === 'manual';

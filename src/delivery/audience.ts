@@ -4,7 +4,7 @@ import type { DropReason } from '../events/types';
 import { suppressionJoins } from '../suppression';
 import { loadRuleFields, storedRules } from '../contacts/segments.sql';
 import { extraRecipients, matchingContacts, type SegmentRow } from '../contacts/segments.sql';
-import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import type { AudienceRef } from '../contacts/audience-ref';
 import { fanOutChunkSql } from '../deliveries/fanout';
 
 /**
@@ -27,8 +27,8 @@ export interface FanoutTarget {
   userId: number;
   singleSendId: number;
   groupId: number;
-  sources: RecipientRef[];
-  exclusions: RecipientRef[];
+  sources: AudienceRef[];
+  exclusions: AudienceRef[];
   /** An A/B send's audience is written held: its test group is queued once it is complete (src/ab/split.ts). */
   hold: boolean;
 }

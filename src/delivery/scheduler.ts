@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
-import type { RecipientRef } from '../resources/single-sends/single-sends.service';
+import type { AudienceRef } from '../contacts/audience-ref';
 import { countQueued } from '../statistics';
 import { SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
@@ -23,8 +23,8 @@ interface SendRow {
   utr: string;
   single_send_name: string;
   unsubscribe_group_id: number;
-  recipient_id: RecipientRef[];
-  exclude_specific_recipient_id: RecipientRef[];
+  recipient_id: AudienceRef[];
+  exclude_specific_recipient_id: AudienceRef[];
   fanout_cursor: FanoutCursor | null;
   triggered: number;
   delivered: number;

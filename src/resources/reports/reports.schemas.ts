@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DECIDED_BY } from '../../ab/bayes';
 import { AB_CRITERIA, AB_IF_INCONCLUSIVE, AB_TYPES } from '../../ab/settings';
 import { integer } from '../../http/fields';
 import { abStatus, SendStatus } from '../../states';
@@ -36,7 +37,7 @@ const abReport = z.strictObject({
   test_size: intId().nullable(),
   winner: intId().nullable(),
   decided_at: timestamp().nullable(),
-  decided_by: z.enum(['significant', 'leader', 'original', 'manual']).nullable(),
+  decided_by: z.enum(DECIDED_BY).nullable(),
   variations: z.array(
     z.strictObject({
       index: intId(),

@@ -18,13 +18,10 @@ import { resolveAbInput } from './ab-input';
 import { decideByHand, lockTest } from '../../ab/decision';
 import { wakeWorkers } from '../../jobs/wake';
 import { cancelRowsOf, OPENED_ROWS_OF_SEND } from '../../deliveries/rows';
+import type { AudienceRef } from '../../contacts/audience-ref';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
-export interface RecipientRef {
-  id: string;
-  table: 'contacts_' | 'segments_';
-}
 
 type SingleSendRecord = z.output<typeof singleSendRecord>;
 
@@ -121,8 +118,8 @@ export async function getSingleSend(ctx: Ctx, utr: string) {
   return (await toResponses(ctx, [row]))[0];
 }
 
-function parseRefs(values: string[] | undefined, field: string, errors: FieldErrors): RecipientRef[] {
-  const out: RecipientRef[] = [];
+function parseRefs(values: string[] | undefined, field: string, errors: FieldErrors): AudienceRef[] {
+  const out: AudienceRef[] = [];
   const seen = new Set<string>();
   (values ?? []).forEach((v, i) => {
     const m = RECIPIENT_REF.exec(v);
@@ -130,14 +127,14 @@ function parseRefs(values: string[] | undefined, field: string, errors: FieldErr
       errors[`${field}.${i}`] = [`The ${field.replace(/_/g, ' ')}.${i} must be contacts_<id> or segments_<id>.`];
       return;
     }
-    if (!seen.has(v)) out.push({ id: String(Number(m[2])), table: `${m[1]}_` as RecipientRef['table'] });
+    if (!seen.has(v)) out.push({ id: String(Number(m[2])), table: `${m[1]}_` as AudienceRef['table'] });
     seen.add(v);
   });
   return out;
 }
 
 /** Every ref names a live contact type or segment of the account; else VAL on its index. */
-async function checkRefsExist(ctx: Ctx, db: Knex, refs: RecipientRef[], values: string[], field: string, errors: FieldErrors) {
+async function checkRefsExist(ctx: Ctx, db: Knex, refs: AudienceRef[], values: string[], field: string, errors: FieldErrors) {
   const ids = (table: string) => refs.filter((r) => r.table === table && Number(r.id) <= MAX_INT).map((r) => Number(r.id));
   const types = await scoped(ctx, 'contact_types', db).whereIn('id', ids('contacts_')).whereNull('deleted_at').pluck('id');
   const segments = await scoped(ctx, 'segments', db).whereIn('id', ids('segments_')).whereNull('deleted_at').pluck('id');
