@@ -418,7 +418,7 @@ describeBrowser('the dashboard in a browser', () => {
     await page.setViewportSize({ width: 360, height: 740 });
     for (const path of pages()) {
       await visit(path);
-      expect({ path, ...(await measureWidth(page)) }).toEqual({ path, view: 360, scroll: 360, outside: [] });
+      expect({ path, ...(await measureWidth(page)) }).toEqual({ path, view: 360, scroll: 360, outside: [], scrolling: [] });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   });

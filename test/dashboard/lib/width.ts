@@ -5,13 +5,16 @@ import type { Page } from 'playwright-core';
  * run of text whose right edge is past the window's, unless an ancestor that scrolls or clips
  * sideways (overflow-x auto, scroll, hidden or clip) and itself fits holds it. The page itself
  * (html, body) does not count as such a container: hiding the overflow there would only hide
- * the fault.
+ * the fault. Also the boxes that do scroll sideways (a table wider than its box), which a value
+ * that wraps never needs.
  */
 export interface Width {
   view: number;
   scroll: number;
   /** `tag#id.class "text…" right=N` of each thing that sticks out, at most 20. */
   outside: string[];
+  /** `tag.class by=N` of each box that scrolls sideways to show what it holds (a table too wide for its box). */
+  scrolling: string[];
 }
 
 const MEASURE = `(() => {
@@ -39,7 +42,10 @@ const MEASURE = `(() => {
     if (r.width === 0 && r.height === 0) continue;
     if (r.right > view + slack && !held(t)) outside.push('text in ' + name(t.parentElement) + ' "' + t.textContent.trim().slice(0, 30) + '…" right=' + Math.round(r.right));
   }
-  return { view, scroll: document.documentElement.scrollWidth, outside: outside.slice(0, 20) };
+  const scrolling = [...document.body.querySelectorAll('*')]
+    .filter((el) => /^(auto|scroll)$/.test(getComputedStyle(el).overflowX) && el.scrollWidth > el.clientWidth)
+    .map((el) => name(el) + ' by=' + (el.scrollWidth - el.clientWidth));
+  return { view, scroll: document.documentElement.scrollWidth, outside: outside.slice(0, 20), scrolling };
 })()`;
 
 export function measureWidth(page: Page): Promise<Width> {
