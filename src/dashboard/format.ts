@@ -55,3 +55,21 @@ export function dayLabel(date: string): string {
 export function dayOf(timestamp: string, tz: string): string {
   return formatter(tz, 'date').format(new Date(timestamp));
 }
+
+/**
+ * A failed import's recorded error as a person reads it. The record keeps a refusal's field
+ * errors as the API answers them, JSON (`{"file":["The file must …"]}`); the page shows their
+ * messages. Any other error is shown as it is.
+ */
+export function importError(error: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(error);
+  } catch {
+    return error;
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return error;
+  return Object.values(parsed as Record<string, unknown>)
+    .flatMap((v) => (Array.isArray(v) ? v.map(String) : [String(v)]))
+    .join(' ');
+}

@@ -46,7 +46,9 @@ const made = {
   automation: { utr: '', name: stretch('Automation'), subject: stretch('Automation email subject') },
   suppressed: longAddress('suppressed'),
   importFile: `${'f'.repeat(LONG - 4)}.csv`,
-  importError: JSON.stringify({ file: [stretch('The_file_is_not_valid').slice(0, LONG - 12)] }),
+  /** An import's error as its record keeps a refusal (the field errors' JSON), and the message the pages show of it. */
+  importError: JSON.stringify({ file: [stretch('The file is not valid')] }),
+  importMessage: stretch('The file is not valid'),
   ab: { name: stretch('AB test'), subjects: [stretch('Subject A'), stretch('Subject B'), stretch('Subject C')] as [string, string, string] },
 };
 
@@ -128,14 +130,14 @@ describeBrowser('long values on every dashboard page', () => {
 
   /** The long values each page must show (so a page that lost them cannot pass). */
   const expected = (): Record<string, string[]> => ({
-    '/app': [w.send.name, w.send.subject, made.ab.name],
+    '/app': [w.send.name, w.send.subject, made.ab.name, made.importFile, made.importMessage],
     [`/app/sends/${w.send.utr}`]: [w.send.name, w.send.subject, w.send.linkUrl, w.emails[11]],
     [`/app/sends/${w.send.utr}/reports/${w.bounceEventId}`]: [w.emails[11]],
     [`/app/sends/${abSend.utr}`]: [made.ab.name, ...made.ab.subjects],
     '/app/automations': [made.automation.name],
     [`/app/automations/${w.automation.utr}`]: [w.automation.emails[0].subject],
     [`/app/automations/${made.automation.utr}`]: [made.automation.name, made.automation.subject],
-    '/app/contacts': [made.list.name, made.segment, made.importFile, made.importError],
+    '/app/contacts': [made.list.name, made.segment, made.importFile, made.importMessage],
     [`/app/contacts/${w.contactIds[0]}`]: [w.emails[0], stretch('Reader')],
     [`/app/contacts/${made.contact.id}`]: [made.contact.email, made.contact.first_name, made.contact.last_name],
     [`/app/contacts/search?email=${encodeURIComponent(made.contact.email)}`]: [made.contact.email, made.list.name],
@@ -185,7 +187,8 @@ describeBrowser('long values on every dashboard page', () => {
       for (const [path, values] of Object.entries(expected())) {
         await page.goto(`${base}${path}`);
         const shown = await page.locator('body').innerText();
-        expect({ path, missing: values.filter((v) => !shown.includes(v)) }).toEqual({ path, missing: [] });
+        // A failed import shows its error's messages, not the JSON its record keeps.
+        expect({ path, missing: values.filter((v) => !shown.includes(v)), json: shown.includes(made.importError) }).toEqual({ path, missing: [], json: false });
         await check(path);
       }
       // "Send test" on the long webhook: the endpoint's long answer on the result page.

@@ -7,7 +7,7 @@ import { addressMemberships, contactsWithAddress } from '../../resources/reports
 import { listSegments } from '../../resources/segments/segments.service';
 import { listSuppressions } from '../../resources/suppressions/suppressions.service';
 import { Section, Table } from '../components';
-import { count, when } from '../format';
+import { count, importError, when } from '../format';
 import { Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
@@ -116,7 +116,7 @@ export async function contactsPage(_req: Request, res: Response, p: PageContext)
             { label: 'List', cell: (i) => names.get(i.contact_type_id) ?? '–' },
             { label: 'Started', cell: (i) => <time dateTime={i.created_at}>{when(i.created_at, p.tz)}</time> },
             { label: 'Status', cell: (i) => i.status },
-            { label: 'Result', cell: (i) => (i.status === 'completed' ? importResult(i) : i.status === 'failed' ? (i.error ?? 'failed') : `${count(i.rows_read)} rows read`) },
+            { label: 'Result', cell: (i) => (i.status === 'completed' ? importResult(i) : i.status === 'failed' ? (i.error ? importError(i.error) : 'failed') : `${count(i.rows_read)} rows read`) },
           ]}
         />
       </Section>

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { COMPLAINT_LIMIT, COMPLAINT_WARNING, overview } from '../../resources/reports/reports.service';
 import type { Overview } from '../../resources/reports/reports.schemas';
 import { Chart, Metric, Metrics, Section, Table } from '../components';
-import { count, dayLabel, percent, share, when } from '../format';
+import { count, dayLabel, importError, percent, share, when } from '../format';
 import { Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 
@@ -18,7 +18,7 @@ function warningText(w: Warning): { text: string; href: string } {
     case 'webhook':
       return { text: `Webhook ${w.url} is ${w.state === 'disabled' ? 'disabled after failing' : 'failing'}.`, href: `/app/webhooks/${w.webhook_id}` };
     case 'import':
-      return { text: `The import of ${w.file_name} failed${w.error ? `: ${w.error}` : '.'}`, href: '/app/contacts#imports' };
+      return { text: `The import of ${w.file_name} failed${w.error ? `: ${importError(w.error)}` : '.'}`, href: '/app/contacts#imports' };
   }
 }
 
