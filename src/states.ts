@@ -138,7 +138,7 @@ export type DeliveryStatus = ValueOf<typeof DeliveryStatus>;
  * refuses at fan-out is written dropped and never moves (src/suppression). A recipient of an
  * A/B send is written held: the test group's rows are queued once the audience is complete; the
  * rest is claimed straight from held (→ sending, with the winner's variation) once the winner is
- * decided (src/ab/decision.ts, src/delivery/queue.ts), or cancelled with their send.
+ * decided (src/ab/decision.ts, src/deliveries/queue.ts), or cancelled with their send.
  */
 export const deliveryStatus = machine('delivery status', DeliveryStatus, {
   initial: ['Queued', 'Dropped', 'Held'],

@@ -29,7 +29,7 @@ import { variationLetter, type AbCriteria, type AbIfInconclusive, type AbType } 
  *    row is locked first, so two workers, or a worker and a person, never decide twice; a worker
  *    killed during it leaves everything as it was (the transaction never committed), for the
  *    job's next attempt. Releasing writes no recipient row: the test becomes `releasing`, and
- *    the worker's claim takes its held rows to the winner as it sends them (src/delivery/queue.ts).
+ *    the worker's claim takes its held rows to the winner as it sends them (src/deliveries/queue.ts).
  */
 
 const DECIDE = abStatus.move([AbStatus.Testing, AbStatus.Waiting], AbStatus.Decided);
@@ -64,7 +64,7 @@ export async function lockTest(trx: Knex.Transaction, userId: number, singleSend
 /**
  * Writes a decision: the winner, who decided and the variations' results as they are now, which
  * the report shows from then on, and the test `releasing` — from its commit, the worker's claim
- * takes the held rest of the audience to the winner (src/delivery/queue.ts), due since
+ * takes the held rest of the audience to the winner (src/deliveries/queue.ts), due since
  * `decided_at`; no recipient row is written here. Returns how many rows were released.
  */
 async function applyDecision(trx: Knex.Transaction, test: TestRow, winner: number, decidedBy: DecidedBy, results: VariationResult[]): Promise<number> {

@@ -24,7 +24,7 @@ export interface ListenOptions {
 
 /**
  * A LISTEN session that keeps itself up (the key cache, src/accounts/key-cache.ts; the workers'
- * wake-ups, src/delivery/wake-up.ts): when it dies or cannot connect it tries again after a delay
+ * wake-ups, src/jobs/wake.ts): when it dies or cannot connect it tries again after a delay
  * doubling from 0.5 s to 30 s, and says so once in the log, not at every attempt.
  */
 export class ListenSession {

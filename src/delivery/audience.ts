@@ -2,8 +2,7 @@ import type { Knex } from 'knex';
 import { recordMessageEvents } from '../events/record';
 import type { DropReason } from '../events/types';
 import { suppressionJoins } from '../suppression';
-import { loadRuleFields, storedRules } from '../contacts/segments.sql';
-import { extraRecipients, matchingContacts, type SegmentRow } from '../contacts/segments.sql';
+import { extraRecipients, loadRuleFields, matchingContacts, storedRules, type SegmentRow } from '../contacts/segments.sql';
 import type { AudienceRef } from '../contacts/audience-ref';
 import { fanOutChunkSql } from '../deliveries/fanout';
 
@@ -19,7 +18,7 @@ import { fanOutChunkSql } from '../deliveries/fanout';
  * triggered.
  *
  * A row holds the address and the contact it came from, nothing more: the worker reads the
- * contact's placeholder values when it claims the row (src/delivery/queue.ts), so a contact
+ * contact's placeholder values when it claims the row (src/deliveries/queue.ts), so a contact
  * edited between fan-out and sending gets the message with its values as they are then.
  * Hand-added segment recipients are no contact: their few values are copied into `data`.
  */

@@ -181,7 +181,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
 /**
  * Running sends with a complete audience and no message left to try → completed. The
  * statistics say when that may be (every recipient written is delivered or bounced: they are
- * counted in the statement that records each outcome, src/delivery/queue.ts); only those
+ * counted in the statement that records each outcome, src/deliveries/queue.ts); only those
  * sends are then confirmed against their rows, once, through the send's unique index.
  */
 export async function completeSends(deps: EventDeps): Promise<number> {
@@ -204,7 +204,7 @@ export async function completeSends(deps: EventDeps): Promise<number> {
       );
       const s = (result.rows as SendRow[])[0];
       if (!s) return undefined;
-      // An A/B send's held rows are all claimed: its claims need not probe it any longer (src/delivery/queue.ts).
+      // An A/B send's held rows are all claimed: its claims need not probe it any longer (src/deliveries/queue.ts).
       await trx('ab_tests').where({ single_send_id: s.id, user_id: s.user_id, releasing: true }).update({ releasing: false });
       const facts = {
         single_send: s.single_send_name,

@@ -153,7 +153,7 @@ export class Sender {
   private async claimHalf(size: number): Promise<ClaimedRow[]> {
     const { db, config } = this.deps;
     // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
-    // An A/B test releasing its rest to the winner: the claim also takes those rows (src/delivery/queue.ts).
+    // An A/B test releasing its rest to the winner: the claim also takes those rows (src/deliveries/queue.ts).
     const released = await this.releasing.any(db);
     const rows = (await onCitus(db))
       ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId, released))

@@ -4,7 +4,7 @@ import type { Claimed, JobTable } from './table';
 
 /**
  * The job runner's claim: the one statement that takes due jobs of every account, for every
- * job table (recipient rows have their own, benchmarked claim in src/delivery/queue.ts). On
+ * job table (recipient rows have their own, benchmarked claim in src/deliveries/queue.ts). On
  * Citus, which runs `FOR UPDATE` only within one shard, the same statement takes one account's
  * jobs (`byAccount`: the account as a value for every table in it); the runner goes through the
  * accounts with due jobs (src/db/per-account.ts, `dueJobs` below).

@@ -14,7 +14,7 @@ import { JOBS, type Claimed } from './table';
  *   });
  *   await enqueue(trx, decideWinner, { userId, payload: { singleSendId }, runAt, key: `send:${id}` });
  *
- * and the kind added to the worker's list of loops (src/delivery/worker.ts).
+ * and the kind added to the worker's list of loops (src/worker/worker.ts).
  */
 export interface QueuedJob<P> {
   kind: string;

@@ -12,7 +12,7 @@ import type { Claimed, Columns, JobTable } from './table';
  * The job runner (docs/decisions.md, "Job runner"): background work other than sending —
  * notification mail, webhook batches, and every kind of job the `jobs` table holds — is claimed,
  * leased, fenced, retried and finished by this one piece of code. A kind is its handler and its
- * settings; the worker runs each kind in a loop of its own (src/delivery/worker.ts).
+ * settings; the worker runs each kind in a loop of its own (src/worker/worker.ts).
  */
 export interface JobSettings {
   /** Attempts before a job that keeps failing is given up (failed). */

@@ -7,7 +7,7 @@ import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 
 /**
- * The queue's SQL against the real database (src/delivery/queue.ts): claims take due rows
+ * The queue's SQL against the real database (src/deliveries/queue.ts): claims take due rows
  * only and never the same row twice, a lease that ran out gives its rows back, a release
  * undoes the claim, and outcomes apply only to the claim they belong to. The file has a
  * database of its own (no worker runs here): a claim takes every due row of its database.

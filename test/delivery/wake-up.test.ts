@@ -7,7 +7,7 @@ import { setupDelivery, waitForSend } from '../helpers/worker';
 import { WAKE_LISTENER_APP } from '../../src/jobs/wake';
 
 /**
- * The API wakes the worker (src/jobs/wake.ts, src/delivery/wake-up.ts): with a poll of a minute,
+ * The API wakes the worker (src/jobs/wake.ts): with a poll of a minute,
  * a send created due now — and an automation set live — can be picked up in time only by the
  * wake, never by the poll; and the worker listens again after its listening session died.
  */

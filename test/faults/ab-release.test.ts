@@ -1,7 +1,7 @@
 /**
  * An A/B test's decision is one transaction (src/ab/decision.ts): the winner, the test marked
  * releasing, the frozen results and the `single_send.ab_decided` event; the held rest of the
- * audience is then taken to the winner by the workers' claims (src/delivery/queue.ts). Two kills:
+ * audience is then taken to the winner by the workers' claims (src/deliveries/queue.ts). Two kills:
  *
  * 1. A `herald worker` SIGKILLed in the middle of the decision leaves none of it: every held row
  *    still held, the test still testing, no event. The kill lands inside the decision: the test

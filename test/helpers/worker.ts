@@ -9,7 +9,7 @@ import { startSmtpSink, type SmtpSink } from './smtp';
 import { waitFor } from './wait';
 
 /**
- * The worker as production runs it (every loop src/delivery/worker.ts lists, pipelined sending),
+ * The worker as production runs it (every loop src/worker/worker.ts lists, pipelined sending),
  * started for a test file and stopped after it. Tests wait on what it does (waitForSend, waitFor), never on
  * a private round of their own.
  */
