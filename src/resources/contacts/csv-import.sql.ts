@@ -33,6 +33,14 @@ export const COUNT_TYPE_CONTACTS = `SELECT count(*)::int AS n FROM (
 ) c`;
 
 /**
+ * How many of the addresses $3 (text[]) the type's live contacts have, under PostgreSQL's
+ * lower() as the unique index compares them (one probe of contacts_type_email_unique each).
+ */
+export const COUNT_KNOWN_ADDRESSES = `SELECT count(*)::int AS n FROM contacts
+WHERE contact_type_id = $2 AND user_id = $1 AND deleted_at IS NULL
+  AND lower(email) = ANY (ARRAY(SELECT DISTINCT lower(a) FROM unnest($3::text[]) a))`;
+
+/**
  * How COUNT_TYPE_CONTACTS and COPY_TYPE_ADDRESSES read the type's contacts: in the heap's order
  * (a bitmap of the index's matches, or the whole table), never one index entry at a time. Right
  * after an import has `COPY`'d a million contacts the table's statistics still say "one row",
