@@ -29,15 +29,20 @@ export function resetPeakRss(pid: number): boolean {
 
 const mb = (kb: number) => Math.round((kb / 1024) * 10) / 10;
 
-/** Samples a process's resident memory every `everyMs` until stopped. */
+/** Samples a process's resident memory every `everyMs` until stopped; `peakAtMs`: when the sampled peak was seen, from the start. */
 export function sampleRss(pid: number, everyMs = 100) {
   let peakKb = 0;
+  let peakAtMs = 0;
   let samples = 0;
+  const t0 = Date.now();
   const timer = setInterval(() => {
     try {
       const rss = procStatus(pid).VmRSS ?? 0;
       samples += 1;
-      if (rss > peakKb) peakKb = rss;
+      if (rss > peakKb) {
+        peakKb = rss;
+        peakAtMs = Date.now() - t0;
+      }
     } catch {
       // the process is gone
     }
@@ -51,7 +56,7 @@ export function sampleRss(pid: number, everyMs = 100) {
       } catch {
         // gone
       }
-      return { peakSampledMb: mb(peakKb), vmHwmMb: mb(hwm), samples };
+      return { peakSampledMb: mb(peakKb), peakAtMs, vmHwmMb: mb(hwm), samples };
     },
   };
 }

@@ -19,13 +19,14 @@ export async function addCustomFields(api: Api, fields: Array<[name: string, typ
   return Object.fromEntries([...reserved.message.reservedFields, ...custom.message.customFields].map((f) => [f.field_name, f.id]));
 }
 
-/** `--name value` and `--flag` arguments. */
+/** `--name value`, `--name=value` (the value may hold `=` itself) and `--flag` arguments. */
 export function args(argv = process.argv.slice(2)): Map<string, string | true> {
   const out = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i += 1) {
     const a = argv[i];
     if (!a.startsWith('--')) continue;
-    const [k, v] = a.slice(2).split('=', 2);
+    const eq = a.indexOf('=');
+    const [k, v] = eq < 0 ? [a.slice(2), undefined] : [a.slice(2, eq), a.slice(eq + 1)];
     if (v !== undefined) out.set(k, v);
     else if (argv[i + 1] !== undefined && !argv[i + 1].startsWith('--')) out.set(k, argv[++i]);
     else out.set(k, true);
