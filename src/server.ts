@@ -42,7 +42,7 @@ async function ensureFirstAccount(db: Knex, print: (text: string) => void): Prom
       `    PublicKey: ${account.public_key}`,
       `    SecretKey: ${account.secret_key}`,
       '',
-      '  (More accounts: npx herald account create --name NAME --email EMAIL)',
+      '  (More accounts: herald account create --name NAME --email EMAIL; ./bin/herald.js in a clone)',
       '',
     ].join('\n'),
   );
