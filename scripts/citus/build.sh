@@ -23,7 +23,7 @@ fi
 
 VENDOR=$(vendor_dir)
 TARBALL="$VENDOR/citus-$CITUS_VERSION.tar.gz"
-PATCH="$(dirname "$0")/pg15-minor-have_createdb_privilege.patch"
+PATCH="$(cd "$(dirname "$0")" && pwd)/pg15-minor-have_createdb_privilege.patch"
 [ "$(gzip -dc "$TARBALL" | sha256sum | cut -d' ' -f1)" = "$CITUS_TAR_SHA256" ] ||
   die "$TARBALL is not Citus $CITUS_VERSION's release source (the sha256 of its uncompressed tar differs)"
 echo "$CITUS_PATCH_SHA256  $PATCH" | sha256sum -c --quiet - || die "$PATCH: checksum mismatch"
