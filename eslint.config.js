@@ -59,28 +59,54 @@ function importDirection() {
 }
 
 /**
- * One owner per table: SQL on `deliveries` is written only in src/deliveries/ (its statements,
- * named functions the others call). Caught: a string or template text that reads, joins, inserts
- * into, updates or deletes from it, and a knex call naming it (`db('deliveries')`,
- * `.from('deliveries as d')`, `scoped(ctx, 'deliveries')`). `listPayload('deliveries', …)` is
- * the API's list key of GET /webhooks/{id}/deliveries, no table. Tests and benchmarks may read
- * the table to check what happened.
+ * One owner per table: SQL on a hot table is written only in its owner's folder (its statements,
+ * named functions the others call); tests and benchmarks may read the tables to check what
+ * happened. Caught, for each table: a string or template text that reads, joins, inserts into,
+ * updates or deletes from it (`FROM|JOIN|INTO|UPDATE|TABLE <table>`, any case, the name whole:
+ * `webhook_deliveries` or `single_send_variations` is another table), and a knex call whose
+ * argument is the table's name, alone or aliased (`db('events')`, `.from('deliveries as d')`,
+ * `.join('events as e', …)`, `scoped(ctx, 'events')`). `listPayload('deliveries' | 'events', …)`
+ * names the API's list key of a response, no table.
+ *
+ * Not caught, on purpose or because a syntax rule cannot see it: a name built at run time
+ * (`db(table)`, `FROM ${OWNERS[kind].table}`: the statistics writer and the utr joins reach
+ * single sends and automations by their owner kind, src/sources); a schema-qualified or quoted
+ * name (`public.events`, `"events"`); `TRUNCATE events` without TABLE, `FROM ONLY events`;
+ * a column named with its table (`'events.id'`) on a query that began in the owner; an English
+ * sentence that happens to read "from events" (rephrase it).
  */
-const DELIVERIES_SQL = /\b(FROM|JOIN|INTO|UPDATE|TABLE)\s+deliveries\b/i;
-const ownedTables = {
-  files: ['src/**/*.{ts,tsx}'],
-  ignores: ['src/deliveries/**'],
-  rules: {
-    'no-restricted-syntax': [
-      'error',
-      ...[`Literal[value=${DELIVERIES_SQL}]`, `TemplateElement[value.raw=${DELIVERIES_SQL}]`,
-        `CallExpression:not([callee.name='listPayload']) > Literal.arguments[value=/^deliveries(\\s+as\\s+\\w+)?$/i]`].map((selector) => ({
-        selector,
-        message: 'SQL on `deliveries` belongs to src/deliveries/ (its owner): call one of its functions (eslint.config.js).',
-      })),
-    ],
-  },
+const OWNED_TABLES = {
+  deliveries: 'src/deliveries',
+  events: 'src/events',
 };
+
+/** The selectors that refuse SQL on `table`. */
+function sqlOn(table) {
+  const text = new RegExp(`\\b(FROM|JOIN|INTO|UPDATE|TABLE)\\s+${table}\\b`, 'i');
+  return [
+    `Literal[value=${text}]`,
+    `TemplateElement[value.raw=${text}]`,
+    `CallExpression:not([callee.name='listPayload']) > Literal.arguments[value=/^${table}(\\s+as\\s+\\w+)?$/i]`,
+  ].map((selector) => ({
+    selector,
+    message: `SQL on \`${table}\` belongs to ${OWNED_TABLES[table]}/ (its owner): call one of its functions (eslint.config.js).`,
+  }));
+}
+
+/**
+ * One config per owner folder (every table's rule but its own) and one for the rest of src/:
+ * a file gets its `no-restricted-syntax` from exactly one of them (a later config's options
+ * would replace an earlier one's, not add to them).
+ */
+function ownedTables() {
+  const tables = Object.keys(OWNED_TABLES);
+  const owners = tables.map((t) => `${OWNED_TABLES[t]}/**`);
+  const rule = (refused) => ({ 'no-restricted-syntax': ['error', ...refused.flatMap(sqlOn)] });
+  return [
+    { files: ['src/**/*.{ts,tsx}'], ignores: owners, rules: rule(tables) },
+    ...tables.map((own) => ({ files: [`${OWNED_TABLES[own]}/**/*.{ts,tsx}`], rules: rule(tables.filter((t) => t !== own)) })),
+  ];
+}
 
 module.exports = tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.scratch/', 'bench/out/'] },
@@ -107,5 +133,5 @@ module.exports = tseslint.config(
     languageOptions: { globals: { ...globals.jest } },
   },
   ...importDirection(),
-  ownedTables,
+  ...ownedTables(),
 );

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { softBouncesByEmail } from '../events/reads';
 import type { DropReason } from '../events/types';
 
 /**
@@ -135,15 +136,9 @@ export async function softBounceCounts(db: Knex, days: number, addresses: Array<
   for (const a of addresses) byAccount.set(a.userId, (byAccount.get(a.userId) ?? new Set()).add(a.email.toLowerCase()));
   // One statement per account (a batch rarely spans many): on Citus each reads one node.
   for (const [userId, emails] of [...byAccount].sort((x, y) => x[0] - y[0])) {
-    const { rows } = await db.raw(
-      `SELECT email, count(*)::int AS n FROM events
-       WHERE user_id = ? AND email = ANY (?::text[]) AND type = 'bounced' AND data->>'kind' = 'soft'
-         AND occurred_at > now() - ? * interval '1 day'
-       GROUP BY email`,
-      [userId, [...emails], days],
-    );
+    const rows = await softBouncesByEmail(db, userId, [...emails], days);
     for (const email of emails) counts.set(`${userId}:${email}`, 0);
-    for (const r of rows as Array<{ email: string; n: number }>) counts.set(`${userId}:${r.email}`, r.n);
+    for (const r of rows) counts.set(`${userId}:${r.email}`, r.n);
   }
   return counts;
 }

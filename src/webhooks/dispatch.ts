@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { recordAccountEvent } from '../events/account-events';
+import { EVENTS_AFTER, EVENTS_AFTER_CURSOR } from '../events/reads';
 import { dnsFor } from '../dns';
 import { claimPerAccount, ofAccount } from '../db/per-account';
 import { runDueJobs, type JobKind, type JobOutcome } from '../jobs/runner';
@@ -49,12 +50,7 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
  */
 const BATCH_SQL = `
   WITH ev AS (
-    SELECT e.id, e.type, e.email, e.single_send_id, e.automation_id, e.occurred_at, e.data
-    FROM events e
-    WHERE e.user_id = :userId AND e.id > :cursor
-      AND (cardinality(:types::text[]) = 0 OR e.type = ANY(:types::text[]))
-    ORDER BY e.id
-    LIMIT :scan
+    ${EVENTS_AFTER_CURSOR}
   ), chunked AS (
     SELECT ev.*, (row_number() OVER (PARTITION BY ev.type ORDER BY ev.id) - 1) / :batch AS chunk FROM ev
   ), batches AS (
@@ -81,10 +77,7 @@ const BATCH_SQL = `
  * named with it).
  */
 const WANTING = (account: string) => `w.is_active = ${webhookActivity.sql.Active} AND w.deleted_at IS NULL
-    AND EXISTS (
-      SELECT 1 FROM events e
-      WHERE e.user_id = ${account} AND e.id > w.last_event_id
-        AND (cardinality(w.event_types) = 0 OR e.type = ANY(w.event_types)))`;
+    AND ${EVENTS_AFTER(account, 'w.last_event_id', 'w.event_types')}`;
 
 /** One such endpoint (of account `userId` when given), held for this transaction. */
 const PICK_SQL = (userId: number | undefined) => `

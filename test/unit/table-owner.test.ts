@@ -3,15 +3,17 @@ import { ESLint } from 'eslint';
 
 /**
  * One owner per table (eslint.config.js, `ownedTables`): SQL on `deliveries` outside
- * src/deliveries/ fails `npm run lint`. Source texts are linted as if they were files of src/.
+ * src/deliveries/, or on `events` outside src/events/, fails `npm run lint`. Source texts are
+ * linted as if they were files of src/.
  */
 const root = path.resolve(__dirname, '../..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const eslint = new ESLint({ cwd: root, overrideConfigFile: true, overrideConfig: require(path.join(root, 'eslint.config.js')) });
 
-async function problems(filePath: string, code: string): Promise<number> {
+/** How many of the problems in `code` name `owner` as the place its SQL belongs. */
+async function problems(filePath: string, code: string, owner = 'src/deliveries/'): Promise<number> {
   const [result] = await eslint.lintText(code, { filePath });
-  return result.messages.filter((m) => m.ruleId === 'no-restricted-syntax' && m.message.includes('src/deliveries/')).length;
+  return result.messages.filter((m) => m.ruleId === 'no-restricted-syntax' && m.message.includes(`belongs to ${owner}`)).length;
 }
 
 const DB = "import type { Knex } from 'knex';\ndeclare const db: Knex;\ndeclare function scoped(c: unknown, t: string, d?: Knex): Knex.QueryBuilder;\ndeclare function listPayload(k: string, v: unknown): unknown;\n";
@@ -39,5 +41,48 @@ describe('the deliveries table has one owner', () => {
       "export const d = 'the deliveries of a send';",
     ].join('\n');
     expect(await problems('src/resources/webhooks/probe.ts', DB + code)).toBe(0);
+  });
+});
+
+describe('the events table has one owner', () => {
+  const inEvents = (file: string, code: string) => problems(file, DB + code, 'src/events/');
+
+  it.each([
+    ["export const q = db('events').where({ id: 1 });", 'a knex query on the table'],
+    ["export const q = db('events as e').join('bounce_reports as r', 'r.id', 'e.id');", 'the table with an alias'],
+    ["export const q = db.from('sources').join('events as e', 'e.id', 'x.id');", 'a knex join'],
+    ["export const q = scoped({}, 'events', db).max('id as id');", 'the scoped helper'],
+    ['export const q = db.raw(`SELECT email, count(*)::int AS n FROM events\n WHERE user_id = ${1}`);', 'SQL in a template'],
+    ["export const q = db.raw('DELETE FROM events WHERE id = 1');", 'a DELETE in a string'],
+    ['export const q = `INSERT INTO events (user_id, type) VALUES (1, 2)`;', 'an INSERT'],
+    ['export const q = `EXISTS (SELECT 1 FROM webhooks w JOIN events e ON e.user_id = w.user_id)`;', 'a join in SQL'],
+    ["export const q = db.raw('select 1 from Events e');", 'any case'],
+  ])('refuses %s (%s) outside src/events', async (code) => {
+    expect(await inEvents('src/webhooks/probe.ts', code)).toBe(1);
+    expect(await inEvents('src/resources/reports/probe.ts', code)).toBe(1);
+    expect(await inEvents('src/deliveries/probe.ts', code)).toBe(1);
+    expect(await inEvents('src/events/probe.ts', code)).toBe(0);
+    expect(await inEvents('src/events/sub/probe.ts', code)).toBe(0);
+  });
+
+  it('allows other tables whose name holds events, the API list key, columns and plain words', async () => {
+    const code = [
+      "export const a = db('webhook_events').where({ id: 1 });",
+      'export const b = `SELECT 1 FROM account_events WHERE id = 1`;',
+      "export const c = listPayload('events', []);",
+      "export const d = 'the events of a send';",
+      "export const e = db('outbox_jobs as j').where('j.event_id', 'events.id');",
+      "export const f = { events: [] as unknown[] };",
+      "export const g = db.raw(`jsonb_build_object('events', b.events)`);",
+    ].join('\n');
+    expect(await inEvents('src/resources/notifications/probe.ts', code)).toBe(0);
+  });
+
+  it('keeps both rules where neither table is owned: one config gives each file its refusals', async () => {
+    const code = "export const a = db('events');\nexport const b = db('deliveries');";
+    expect(await problems('src/public/probe.ts', DB + code, 'src/events/')).toBe(1);
+    expect(await problems('src/public/probe.ts', DB + code, 'src/deliveries/')).toBe(1);
+    expect(await problems('src/events/probe.ts', DB + code, 'src/deliveries/')).toBe(1);
+    expect(await problems('src/deliveries/probe.ts', DB + code, 'src/events/')).toBe(1);
   });
 });

@@ -1,13 +1,14 @@
 import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
-import { eventsOf, findOwner, UTR_COLUMNS, utrJoins, type NamedOwnerKind } from '../../sources';
+import { eventsPage } from '../../events/reads';
+import { findOwner, type NamedOwnerKind, type Owner } from '../../sources';
 import type { EventsQuery } from './events.schemas';
 
-/** The events of the send or automation a utr names, of this account (deleted ones too: their events stay); NF1 otherwise. */
-async function eventsOfUtr(ctx: Ctx, kind: NamedOwnerKind, utr: string): Promise<Record<string, number>> {
+/** The send or automation a utr names, of this account (deleted ones too: their events stay); NF1 otherwise. */
+async function ownerOfUtr(ctx: Ctx, kind: NamedOwnerKind, utr: string): Promise<Owner> {
   const found = await findOwner(ctx.db, ctx.userId, kind, utr, { deleted: true });
   if (!found) throw notFound1();
-  return eventsOf({ kind, id: found.id });
+  return { kind, id: found.id };
 }
 
 /**
@@ -17,29 +18,10 @@ async function eventsOfUtr(ctx: Ctx, kind: NamedOwnerKind, utr: string): Promise
  */
 export async function listEvents(ctx: Ctx, q: EventsQuery) {
   const limit = q.limit ?? 100;
-  const query = ctx
-    .db('events as e')
-    .joinRaw(utrJoins('e', 'e.user_id'))
-    .where('e.user_id', ctx.userId)
-    .orderBy('e.id')
-    .limit(limit + 1)
-    .select('e.id', 'e.type', 'e.email', ...UTR_COLUMNS, 'e.occurred_at', 'e.data');
-  if (q.type?.length) query.whereIn('e.type', q.type);
-  if (q.email !== undefined) query.where('e.email', q.email.toLowerCase());
-  if (q.single_send_utr !== undefined) query.where(await eventsOfUtr(ctx, 'single_send', q.single_send_utr));
-  if (q.automation_utr !== undefined) query.where(await eventsOfUtr(ctx, 'automation', q.automation_utr));
-  if (q.since !== undefined) query.where('e.occurred_at', '>=', new Date(q.since));
-  if (q.until !== undefined) query.where('e.occurred_at', '<', new Date(q.until));
-  if (q.cursor !== undefined) query.where('e.id', '>', q.cursor);
-  const rows = (await query) as Array<{
-    id: number;
-    type: string;
-    email: string | null;
-    single_send_utr: string | null;
-    automation_utr: string | null;
-    occurred_at: string;
-    data: Record<string, unknown>;
-  }>;
+  const of: Owner[] = [];
+  if (q.single_send_utr !== undefined) of.push(await ownerOfUtr(ctx, 'single_send', q.single_send_utr));
+  if (q.automation_utr !== undefined) of.push(await ownerOfUtr(ctx, 'automation', q.automation_utr));
+  const rows = await eventsPage(ctx.db, ctx.userId, { ...q, limit: limit + 1, of });
   const page = rows.slice(0, limit);
   return {
     events: page,

@@ -1,5 +1,5 @@
 import type { Ctx } from '../../context';
-import { ACCOUNT_EVENT_TYPES } from '../../events/types';
+import { accountEventsWithNotice } from '../../events/reads';
 import { notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { deleteByIds, scoped } from '../shared/crud';
@@ -36,24 +36,6 @@ export function deleteNotificationRecipients(ctx: Ctx, ids: number[]): Promise<v
  * and facts from the event, how its mailing went from its notification job (none: nobody to notify).
  */
 export function listEvents(ctx: Ctx, paging?: Paging) {
-  const base = scoped(ctx, 'events').whereIn('events.type', ACCOUNT_EVENT_TYPES);
-  return listRows(
-    base
-      .clone()
-      .leftJoin('outbox_jobs as j', (j) =>
-        j.on('j.user_id', 'events.user_id').andOn('j.event_id', 'events.id').andOnVal('j.kind', 'notification'),
-      )
-      .select(
-        'events.id',
-        'events.type',
-        ctx.db.raw("coalesce(events.data->>'subject', '') AS subject"),
-        ctx.db.raw("events.data - 'subject' AS payload"),
-        ctx.db.raw('coalesce(j.done_count, 0) AS notified'),
-        'j.last_error as notify_error',
-        'events.occurred_at as created_at',
-      )
-      .orderBy('events.id', 'desc'),
-    base,
-    paging,
-  );
+  const { rows, all } = accountEventsWithNotice(ctx.db, ctx.userId);
+  return listRows(rows, all, paging);
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { abReport } from '../../ab/report';
+import { eventsWithReports } from '../../events/reads';
 import { findOwner, OWNERS, type NamedOwnerKind } from '../../sources';
 import { SendStatus } from '../../states';
 import { COUNTERS, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, type Counts } from '../../statistics';
@@ -207,22 +208,8 @@ export async function automationEmails(ctx: Ctx, utr: string): Promise<{ utr: st
 export async function eventsWithKeptReport(ctx: Ctx, eventIds: Array<number | string>): Promise<Set<string>> {
   const ids = eventIds.map(String).filter((id) => /^\d{1,18}$/.test(id));
   if (ids.length === 0) return new Set();
-  const rows = (await keptReports(ctx).whereIn('e.id', ids).whereNotNull('r.raw').select('e.id')) as Array<{ id: string | number }>;
+  const rows = (await eventsWithReports(ctx.db, ctx.userId).whereIn('e.id', ids).whereNotNull('r.raw').select('e.id')) as Array<{ id: string | number }>;
   return new Set(rows.map((r) => String(r.id)));
-}
-
-/** Events of the account joined to the report each was recorded from. */
-function keptReports(ctx: Ctx) {
-  return ctx
-    .db('events as e')
-    .join('bounce_reports as r', (j) =>
-      j
-        .on('r.user_id', 'e.user_id')
-        .andOn('r.delivery_id', 'e.delivery_id')
-        .andOn('r.kind', ctx.db.raw(`CASE WHEN e.type = 'complained' THEN 'complaint' ELSE e.data->>'kind' END`)),
-    )
-    .where('e.user_id', ctx.userId)
-    .whereIn('e.type', ['bounced', 'complained']);
 }
 
 /**
@@ -232,7 +219,7 @@ function keptReports(ctx: Ctx) {
  */
 export async function keptReport(ctx: Ctx, eventId: number | string): Promise<{ raw: string }> {
   if (!/^\d{1,18}$/.test(String(eventId))) throw notFound1();
-  const row = (await keptReports(ctx).where('e.id', eventId).whereNotNull('r.raw').first('r.raw')) as { raw: Buffer } | undefined;
+  const row = (await eventsWithReports(ctx.db, ctx.userId).where('e.id', eventId).whereNotNull('r.raw').first('r.raw')) as { raw: Buffer } | undefined;
   if (!row) throw notFound1();
   return { raw: row.raw.toString('utf8') };
 }

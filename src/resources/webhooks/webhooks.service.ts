@@ -3,6 +3,7 @@ import type { Config } from '../../config';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
+import { newestEventId } from '../../events/reads';
 import { sendTestEvent } from '../../webhooks/dispatch';
 import { newSecret } from '../../webhooks/signature';
 import { RefusedTarget, resolveTarget } from '../../webhooks/ssrf';
@@ -53,9 +54,9 @@ export async function saveWebhook(ctx: Ctx, config: Config, input: SaveWebhookIn
     const secret = newSecret();
     // Read first, then insert: Citus takes no subquery in an INSERT's values. An event that
     // commits in between is one the new webhook delivers.
-    const [newest] = await scoped(ctx, 'events').max('id as id');
+    const newest = await newestEventId(ctx.db, ctx.userId);
     const [row] = await ctx.db(WEBHOOKS)
-      .insert({ user_id: ctx.userId, ...fields, secret, last_event_id: newest?.id ?? 0 })
+      .insert({ user_id: ctx.userId, ...fields, secret, last_event_id: newest ?? 0 })
       .returning(['id']);
     return { id: row.id as number, secret };
   }
