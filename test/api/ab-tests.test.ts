@@ -193,7 +193,7 @@ describe('create with an A/B test', () => {
         recipient_id: ['The recipient id must have at least 3 recipients for an A/B test of 3 variations.'],
       });
       expect(await db('single_sends').where({ user_id: a.id }).count<{ n: number }[]>({ n: '*' })).toEqual([{ n: Number(before[0].n) + 1 }]);
-      expect(await db('ab_tests as t').join('single_sends as s', 's.id', 't.single_send_id').where('s.utr', utr).first()).toBeUndefined();
+      expect(await db('ab_tests as t').join('single_sends as s', (j) => j.on('s.id', 't.single_send_id').andOn('s.user_id', 't.user_id')).where('s.utr', utr).first()).toBeUndefined();
       // Two variations fit two readers; with a segment of theirs holding one hand-added recipient, so do three.
       expectSuccess(await create({ ...three, 'ab_variations[1][subject]': undefined }));
       const segment = await makeSegment(db, a, pair);

@@ -24,8 +24,8 @@ export const MULTI_SHARD_EXCEPTIONS: Array<{ pattern: RegExp; why: string }> = [
     why: 'the unsubscribe page of a message sent before tokens were signed (a stored token names no account; src/public/unsubscribe.ts)',
   },
   {
-    pattern: /^select "id", "user_id" from "deliveries" where "token" = /,
-    why: 'a pixel or unsubscribe link of a message sent before tokens were signed (a stored token names no account; src/public/tracking.ts)',
+    pattern: /^SELECT [\w., ]+ FROM deliveries d WHERE d\.token = ANY \(\$1::text\[\]\)$/,
+    why: 'pixels, clicks and bounces of messages sent before tokens were signed (a stored token names no account; src/deliveries/rows.ts rowsByStoredTokens, from src/public/tracking.ts and src/bounces/apply.ts)',
   },
   {
     pattern: /^select "user_id" from "senders" where "verify_token_hash" = /,
