@@ -589,6 +589,8 @@ async function main() {
           run = await heraldImport(target, s);
         }
         runs.get(s.key)!.push(run);
+        // The other scenarios' list (and bench_seed's contacts) stay on the first contact type.
+        target.typeId = typeId;
         log(
           `[${r}/${s.runs}] ${s.key}: Herald ${seconds(run.ms)} s (${pct(raw.ms / run.ms)} of the baseline), peak RSS ${Math.max(run.rss.peakSampledMb, run.rss.vmHwmMb)} MB, ` +
             `load ${run.load!.map((x) => x.toFixed(2)).join(' → ')}, checks ${JSON.stringify(run.checks)}`,

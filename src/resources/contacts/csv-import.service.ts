@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import type { PoolClient } from 'pg';
@@ -71,8 +72,9 @@ export const MAX_LINE_CHARS = 1024 * 1024;
 const ADDRESS_SET_MAX = 3_000_000;
 /** Loading a type's addresses costs ~1 µs each, staging a row that could have gone straight in ~10 µs. */
 const LOAD_ADDRESSES_PER_ROW = 8;
-/** Rows at the file's start whose addresses are looked up to size the address set (newAddressesExpected). */
-const SAMPLE_ROWS = 500;
+/** Places in the file (its start one of them) and rows at each whose addresses are looked up to size the address set (newAddressesExpected). */
+const SAMPLE_POINTS = 8;
+const SAMPLE_ROWS_AT = 64;
 /** Share of the file's rows added to the new ones the sample predicts, so that a sample a little off does not make the set grow. */
 const SAMPLE_MARGIN = 0.1;
 /**
@@ -363,13 +365,13 @@ async function knownAddresses(job: ImportJob, client: PoolClient): Promise<Known
 
 /**
  * How many addresses new to the type the file is expected to bring, for sizing the address
- * set: the file's rows times the share of the addresses in its first rows (`sample`) that the
- * type does not have yet, plus a margin of SAMPLE_MARGIN of the rows. Sizing for every row
- * as new made the set of a re-import of 1,000,000 contacts twice the size it needed (53 MB
- * instead of 27 MB, with fingerprints), and that was most of the import's memory
- * (bench/README.md, "Log"). The first rows are no random sample: a file whose new addresses
- * all come after them makes the set grow once while the file is read (its table is copied
- * into one twice the size), which costs time and, for that moment, memory — not a wrong answer.
+ * set: the file's rows times the share of the sampled addresses (headOf) that the type does
+ * not have yet, plus a margin of SAMPLE_MARGIN of the rows. Sizing for every row as new made
+ * the set of a re-import of 1,000,000 contacts twice the size it needed (53 MB instead of
+ * 29 MB, with fingerprints), most of what the import adds to Herald's memory (bench/README.md,
+ * "Log"). A sample that misses the new addresses makes the set grow once while the file is
+ * read (its table copied into one twice the size): time and, for that moment, memory — never
+ * a wrong answer.
  */
 async function newAddressesExpected(job: ImportJob, client: PoolClient, fileRows: number, sample: string[]): Promise<number> {
   if (sample.length === 0) return fileRows;
@@ -379,34 +381,55 @@ async function newAddressesExpected(job: ImportJob, client: PoolClient, fileRows
 }
 
 /**
- * The columns of the file as its header names them, and the addresses of up to SAMPLE_ROWS
- * rows after it (byte strings), read ahead of the import's pass (which reads them again); or
- * undefined when the header cannot be read or names no address: that pass then says why.
+ * The columns of the file as its header names them, and a sample of its addresses (byte
+ * strings) for sizing the address set: SAMPLE_ROWS_AT rows after the header and as many at
+ * each of SAMPLE_POINTS - 1 places spread over the file (files are often sorted, old
+ * contacts first: the first rows alone said "all known" of a file whose second half was new,
+ * and the set then grew to twice its size while the file was read, 236.7 MB at its peak on
+ * bench:import's `stale`). Read ahead of the import's pass, which reads everything again.
+ * Undefined when the header cannot be read or names no address: that pass then says why.
  */
 async function headOf(job: ImportJob): Promise<{ columns: ColumnMap; sample: string[] } | undefined> {
-  const source = readUpload(job.upload.handle, READ_CHUNK_BYTES);
-  const utf8 = toUtf8(job.upload.sniffed.encoding, () => undefined);
-  const reader = new CsvRecordReader(MAX_LINE_CHARS);
-  source.on('error', () => undefined).pipe(utf8).on('error', () => undefined).pipe(reader);
+  const first = await recordsAt(job, 0);
+  if (first.length === 0) return undefined;
+  let columns: ColumnMap;
   try {
-    for await (const batch of reader as AsyncIterable<RecordBatch>) {
-      if (batch.records.length === 0) continue;
-      const columns = mapHeader(batch.records[0], job.customFields);
-      const sample: string[] = [];
-      for (const rec of batch.records.slice(1, SAMPLE_ROWS + 1)) {
-        const email = trimBytes(rec[columns.email] ?? '');
-        if (email) sample.push(email);
-      }
-      return { columns, sample };
-    }
-    return undefined;
+    columns = mapHeader(first[0], job.customFields);
   } catch {
     return undefined;
-  } finally {
-    source.destroy();
-    utf8.destroy();
-    reader.destroy();
   }
+  const sample: string[] = [];
+  const take = (records: string[][]) => {
+    for (const rec of records.slice(0, SAMPLE_ROWS_AT)) {
+      const email = trimBytes(rec[columns.email] ?? '');
+      if (email) sample.push(email);
+    }
+  };
+  take(first.slice(1));
+  for (let i = 1; i < SAMPLE_POINTS; i += 1) take(await recordsAt(job, Math.floor((job.upload.bytes * i) / SAMPLE_POINTS)));
+  return { columns, sample };
+}
+
+/**
+ * The records of READ_CHUNK_BYTES of the upload from `position` (past 0: from the first line
+ * that starts there), the last, maybe cut, line left out. A place inside a quoted field that
+ * spans lines reads as other records or as none: only the sample suffers (an address it
+ * misreads counts as new, which sizes the set as before the sample).
+ */
+async function recordsAt(job: ImportJob, position: number): Promise<string[][]> {
+  const { buffer, bytesRead } = await job.upload.handle.read(Buffer.alloc(READ_CHUNK_BYTES), 0, READ_CHUNK_BYTES, position);
+  const from = position === 0 ? 0 : buffer.indexOf(0x0a) + 1;
+  const to = bytesRead < READ_CHUNK_BYTES ? bytesRead : buffer.lastIndexOf(0x0a, bytesRead - 1) + 1;
+  if (from <= 0 && position > 0) return [];
+  if (to <= from) return [];
+  const records: string[][] = [];
+  try {
+    const reader = Readable.from([buffer.subarray(from, to)]).pipe(toUtf8(job.upload.sniffed.encoding, () => undefined)).pipe(new CsvRecordReader(MAX_LINE_CHARS));
+    for await (const batch of reader as AsyncIterable<RecordBatch>) records.push(...batch.records);
+  } catch {
+    // a place inside a quoted field: what was read before it
+  }
+  return records;
 }
 
 /**
