@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns'],
   ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts', 'deliveries'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts', 'deliveries', 'single-sends'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],
@@ -65,19 +65,22 @@ function importDirection() {
  * updates or deletes from it (`FROM|JOIN|INTO|UPDATE|TABLE <table>`, any case, the name whole:
  * `webhook_deliveries` or `single_send_variations` is another table), and a knex call whose
  * argument is the table's name, alone or aliased (`db('events')`, `.from('deliveries as d')`,
- * `.join('events as e', …)`, `scoped(ctx, 'events')`). `listPayload('deliveries' | 'events', …)`
- * names the API's list key of a response, no table.
+ * `.join('single_sends as s', …)`, `scoped(ctx, 'events')`). `listPayload('deliveries' |
+ * 'events', …)` names the API's list key of a response, no table.
  *
- * Not caught, on purpose or because a syntax rule cannot see it: a name built at run time
- * (`db(table)`, `FROM ${OWNERS[kind].table}`: the statistics writer and the utr joins reach
- * single sends and automations by their owner kind, src/sources); a schema-qualified or quoted
- * name (`public.events`, `"events"`); `TRUNCATE events` without TABLE, `FROM ONLY events`;
- * a column named with its table (`'events.id'`) on a query that began in the owner; an English
- * sentence that happens to read "from events" (rephrase it).
+ * Not caught, on purpose or because a syntax rule cannot see it: a name built at run time or
+ * held in a value (`db(table)`, `FROM ${OWNERS[kind].table}`: the statistics writer, the
+ * statistics reads and the utr joins reach single sends and automations by their owner kind,
+ * src/sources, written once for both); a schema-qualified or quoted name (`public.events`,
+ * `"events"`); `TRUNCATE events` without TABLE, `FROM ONLY events`, `REFERENCES single_sends`
+ * (a foreign key's definition, src/db/citus.ts); a column named with its table (`'events.id'`)
+ * on a query that began in the owner; an English sentence that happens to read "from events"
+ * (rephrase it).
  */
 const OWNED_TABLES = {
   deliveries: 'src/deliveries',
   events: 'src/events',
+  single_sends: 'src/single-sends',
 };
 
 /** The selectors that refuse SQL on `table`. */

@@ -8,6 +8,7 @@ import { claimPerAccount, ofAccount } from '../db/per-account';
 import { countHeldRows, TEST_GROUP_SENT } from '../deliveries/rows';
 import { defineJob, enqueue } from '../jobs/kind';
 import type { JobDeps } from '../jobs/runner';
+import { JOIN_SEND_OF_TEST, lockTestWithSend } from '../single-sends/rows';
 import { AbPhase, AbStatus, abStatus, SendStatus } from '../states';
 import { decide, type DecidedBy } from './bayes';
 import { describeVariations, loadVariations, type VariationResult } from './results';
@@ -52,13 +53,7 @@ interface TestRow {
 
 /** The test of a send, locked for the caller's transaction (with its send's utr, name and whether it was deleted). */
 export async function lockTest(trx: Knex.Transaction, userId: number, singleSendId: number): Promise<TestRow | undefined> {
-  return (await trx('ab_tests as t')
-    .join('single_sends as s', (j) => j.on('s.id', 't.single_send_id').andOn('s.user_id', 't.user_id'))
-    .where({ 't.user_id': userId, 't.single_send_id': singleSendId })
-    .forUpdate('t')
-    .first('t.user_id', 't.single_send_id', 't.type', 't.winner_criteria', 't.confidence', 't.if_inconclusive', 't.status', 't.test_size', 't.audience_size', 's.utr', 's.single_send_name', 's.deleted_at')) as
-    | TestRow
-    | undefined;
+  return lockTestWithSend<TestRow>(trx, userId, singleSendId);
 }
 
 /**
@@ -188,7 +183,7 @@ async function noticeFinishedOf(db: Knex, userId: number | undefined, limit: num
     const { rows } = await trx.raw(
       `SELECT t.user_id, t.single_send_id, t.winner_criteria, t.duration_minutes
        FROM ab_tests t
-       JOIN single_sends s ON s.id = t.single_send_id AND s.user_id = ${account}
+       ${JOIN_SEND_OF_TEST('t', account)}
        WHERE t.status = ${abStatus.sql.Testing} AND t.test_done_at IS NULL${ofAccount('t.user_id', userId)}
          AND s.status IN (${SendStatus.Running}, ${SendStatus.Completed}) AND s.deleted_at IS NULL AND s.fanout_done_at IS NOT NULL
          AND ${TEST_GROUP_SENT(account, AbPhase.Test)}

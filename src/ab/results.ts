@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { COUNTERS, readCounters, readLinks, type Counts, type LinkCounts } from '../statistics';
+import { variationsWithSend } from '../single-sends/rows';
 import { posteriors, type Arm, type ArmPosterior } from './bayes';
 import type { AbCriteria, AbType } from './settings';
 
@@ -44,17 +45,7 @@ interface VariationRow {
 
 /** The variations of a send, in index order, with the field of the test's type (A's from the send). */
 export async function variationsOf(db: Knex, userId: number, singleSendId: number): Promise<VariationRow[]> {
-  return (await db('single_send_variations as v')
-    .join('single_sends as s', (j) => j.on('s.id', 'v.single_send_id').andOn('s.user_id', 'v.user_id'))
-    .where({ 'v.user_id': userId, 'v.single_send_id': singleSendId })
-    .orderBy('v.idx')
-    .select(
-      'v.id',
-      'v.idx',
-      db.raw('coalesce(v.subject, s.subject) AS subject'),
-      db.raw('coalesce(v.template_id, s.template_id) AS template_id'),
-      db.raw('coalesce(v.sender_id, s.sender_id) AS sender_id'),
-    )) as VariationRow[];
+  return variationsWithSend<VariationRow>(db, userId, singleSendId);
 }
 
 /** A send's variations with their live test-phase counters. */

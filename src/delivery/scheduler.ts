@@ -3,19 +3,17 @@ import type { Logger } from '../logger';
 import { recordAccountEvent, type EventDeps } from '../events/account-events';
 import type { AudienceRef } from '../contacts/audience-ref';
 import { countQueued } from '../statistics';
-import { SendStatus, sendStatus } from '../states';
 import { chunkSize, fanOutChunk, type FanoutCursor } from './audience';
 import { startTestGroup } from '../ab/split';
-import { claimPerAccount, ofAccount } from '../db/per-account';
-import { NOTHING_LEFT_TO_SEND } from '../deliveries/rows';
+import { claimPerAccount } from '../db/per-account';
+import { advanceFanOut, completeSend, DUE_SENDS_WORK, parkFanOut, sendsMaybeComplete, sendsToFanOut, sendStillFanningOut, startDue } from '../single-sends/schedule';
 
 /**
  * Single sends through their states (src/states.ts): ready and due → running → audience
  * written chunk by chunk → completed once every recipient row has a final outcome. Every step
- * claims its send with `FOR UPDATE SKIP LOCKED`, so several workers share the work.
+ * claims its send with `FOR UPDATE SKIP LOCKED`, so several workers share the work (the
+ * statements: src/single-sends/schedule.ts).
  */
-const START = sendStatus.move(SendStatus.Ready, SendStatus.Running);
-const COMPLETE = sendStatus.move(SendStatus.Running, SendStatus.Completed);
 
 interface SendRow {
   id: number;
@@ -35,7 +33,6 @@ interface SendRow {
 
 /** Sends started per round, at most. */
 const START_BATCH = 20;
-const DUE_SENDS = `status IN (${START.fromSql}) AND deleted_at IS NULL AND due_at <= now()`;
 
 /**
  * Ready sends whose time has come → running, each with its `single_send.started` event in the
@@ -43,23 +40,12 @@ const DUE_SENDS = `status IN (${START.fromSql}) AND deleted_at IS NULL AND due_a
  * the accounts with sends due longest first (src/db/per-account.ts). Returns how many started.
  */
 export async function startDueSends(deps: EventDeps): Promise<number> {
-  const due = { from: 'single_sends', where: DUE_SENDS, account: 'user_id', due: 'due_at' };
-  return claimPerAccount(deps.db, due, START_BATCH, (userId, limit) => startSendsOf(deps, userId, limit));
+  return claimPerAccount(deps.db, DUE_SENDS_WORK, START_BATCH, (userId, limit) => startSendsOf(deps, userId, limit));
 }
 
 async function startSendsOf(deps: EventDeps, userId: number | undefined, limit: number): Promise<number> {
   const started = await deps.db.transaction(async (trx) => {
-    const result = await trx.raw(
-      `UPDATE single_sends s SET status = ${START.toSql}, sent_at = now(), updated_at = now()
-       WHERE s.id IN (
-         SELECT id FROM single_sends
-         WHERE ${DUE_SENDS}${ofAccount('user_id', userId)}
-         ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED
-       )${ofAccount('s.user_id', userId)}
-       RETURNING s.id, s.user_id, s.utr, s.single_send_name`,
-      [limit],
-    );
-    const rows = result.rows as SendRow[];
+    const rows = await startDue<SendRow>(trx, userId, limit);
     for (const s of rows) {
       await recordAccountEvent(
         { db: trx },
@@ -98,14 +84,7 @@ export async function fanOutSome(db: Knex, logger: Logger, onChunk: () => void =
   let chunks = 0;
   for (;;) {
     // A read of every account's sends (on Citus, of every node: a read needs no lock); each is then written under its account.
-    const sends = (await db('single_sends')
-      .where({ status: SendStatus.Running })
-      .whereNull('fanout_done_at')
-      .whereNull('deleted_at')
-      .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', db.fn.now()))
-      .orderBy('id')
-      .limit(20)
-      .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
+    const sends = await sendsToFanOut(db);
     let wrote = 0;
     for (const send of sends) {
       const n = await fanOutLocked(db, logger, send);
@@ -126,9 +105,7 @@ async function fanOutLocked(db: Knex, logger: Logger, { id, user_id: userId }: {
       const { rows } = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [FANOUT_LOCK_CLASS, id]);
       if (!rows[0].locked) return 0;
       // Read after taking the lock: the cursor another worker may just have moved.
-      current = (await trx('single_sends').where({ id, user_id: userId, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
-        | SendRow
-        | undefined;
+      current = await sendStillFanningOut<SendRow>(trx, id, userId);
       if (!current) return 0;
       await fanOutOne(trx, logger, current);
       return 1;
@@ -137,9 +114,7 @@ async function fanOutLocked(db: Knex, logger: Logger, { id, user_id: userId }: {
     if (err instanceof SendGone || !current) return 0;
     // This send's chunk failed (and rolled back): park it for a minute and go on with the others.
     logger.error({ err, singleSend: current.utr }, 'audience chunk failed; retrying in a minute');
-    await db('single_sends')
-      .where({ id: current.id, user_id: current.user_id })
-      .update({ fanout_retry_at: db.raw("now() + interval '1 minute'"), fanout_error: String((err as Error).message).slice(0, 1000) });
+    await parkFanOut(db, current, String((err as Error).message).slice(0, 1000));
     return 1;
   }
 }
@@ -160,16 +135,7 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
   // The moment the last chunk is written (now() would be its transaction's start), read first:
   // Citus refuses a volatile function in an UPDATE of a distributed table.
   const doneAt = done ? ((await trx.raw('SELECT clock_timestamp() AS t')).rows[0].t as Date) : null;
-  const updated = await trx('single_sends')
-    .where({ id: send.id, user_id: send.user_id, status: SendStatus.Running })
-    .whereNull('deleted_at')
-    .update({
-      fanout_cursor: done ? null : JSON.stringify(next),
-      fanout_done_at: doneAt,
-      fanout_retry_at: null,
-      fanout_error: null,
-      triggered: trx.raw('triggered + ?', [inserted]),
-    });
+  const updated = await advanceFanOut(trx, send, { next, done, doneAt, inserted });
   if (!updated) throw new SendGone();
   await countQueued(trx, [{ userId: send.user_id, source: { kind: 'single_send', singleSendId: send.id }, n: inserted }]);
   if (!done) return;
@@ -185,24 +151,12 @@ async function fanOutOne(trx: Knex.Transaction, logger: Logger, send: SendRow): 
  * sends are then confirmed against their rows, once, through the send's unique index.
  */
 export async function completeSends(deps: EventDeps): Promise<number> {
-  const candidates = (await deps.db('single_sends')
-    .where({ status: SendStatus.Running })
-    .whereNull('deleted_at')
-    .whereNotNull('fanout_done_at')
-    .whereRaw('delivered + bounces >= triggered')
-    .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
+  const candidates = await sendsMaybeComplete(deps.db);
   const completed: SendRow[] = [];
   for (const c of candidates) {
     // The status and its `single_send.completed` event commit together.
     const done = await deps.db.transaction(async (trx) => {
-      const result = await trx.raw(
-        `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
-         WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
-           AND ${NOTHING_LEFT_TO_SEND('s')}
-         RETURNING s.*`,
-        [c.id, c.user_id, c.user_id],
-      );
-      const s = (result.rows as SendRow[])[0];
+      const s = await completeSend<SendRow>(trx, c.id, c.user_id);
       if (!s) return undefined;
       // An A/B send's held rows are all claimed: its claims need not probe it any longer (src/deliveries/queue.ts).
       await trx('ab_tests').where({ single_send_id: s.id, user_id: s.user_id, releasing: true }).update({ releasing: false });

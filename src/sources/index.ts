@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isUtr } from '../http/fields';
 import { senderAddress } from '../mail/sender-address';
+import { sendDesign } from '../single-sends/rows';
 import { AbPhase } from '../states';
 import type { Counter } from '../statistics/counters';
 
@@ -324,10 +325,7 @@ export interface DesignParts {
 
 /** A single send: everything about its sender was copied onto the send when it was saved. */
 async function singleSendParts(db: Knex, userId: number, id: number): Promise<DesignParts | undefined> {
-  const s = await db('single_sends as s')
-    .join('templates as t', 't.id', 's.template_id')
-    .where({ 's.id': id, 's.user_id': userId })
-    .first('s.user_id', 's.subject', 's.preheader', 's.template_html', 't.html_code', 's.from_sender', 's.reply_to', 's.sender_name', 's.sender_address');
+  const s = await sendDesign(db, userId, id);
   if (!s) return undefined;
   return {
     userId: s.user_id,

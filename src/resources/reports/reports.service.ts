@@ -3,6 +3,7 @@ import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { abReport } from '../../ab/report';
 import { eventsWithReports } from '../../events/reads';
+import { latestSentSends, statusOfSend } from '../../single-sends/rows';
 import { findOwner, OWNERS, type NamedOwnerKind } from '../../sources';
 import { SendStatus } from '../../states';
 import { COUNTERS, readCounters, readEmailCounters, readLinks, readSentByDay, readSeries, type Counts } from '../../statistics';
@@ -37,8 +38,8 @@ export async function ownerStats<K extends NamedOwnerKind>(ctx: Ctx, kind: K, ut
   const links = await readLinks(ctx.db, ctx.userId, owner);
   if (kind !== 'single_send') return { utr: found.utr, ...named, links, timeline } as OwnerStats[K];
   // An A/B send adds its test (src/ab/report.ts); a design test's links are its variations'.
-  const send = await ctx.db('single_sends').where({ id: found.id, user_id: ctx.userId }).first('status');
-  const ab = await abReport(ctx.db, ctx.userId, found.id, { counts, completed: send?.status === SendStatus.Completed });
+  const status = await statusOfSend(ctx.db, ctx.userId, found.id);
+  const ab = await abReport(ctx.db, ctx.userId, found.id, { counts, completed: status === SendStatus.Completed });
   return (ab ? { utr: found.utr, ...named, links: ab.links ?? links, timeline, ab: ab.ab } : { utr: found.utr, ...named, links, timeline }) as OwnerStats[K];
 }
 
@@ -123,17 +124,7 @@ export async function overview(ctx: Ctx, q: OverviewQuery): Promise<Overview> {
 
 /** The newest sends that went out (index single_sends_user_sent_index), with their counters. */
 async function latestSends(ctx: Ctx): Promise<Overview['latest_sends']> {
-  const sends = (await ctx
-    .db('single_sends')
-    .where({ user_id: ctx.userId })
-    .whereNotNull('sent_at')
-    .whereNull('deleted_at')
-    .orderBy([
-      { column: 'sent_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(LATEST)
-    .select('id', 'utr', 'single_send_name', 'subject', 'status', 'sent_at')) as Array<{ id: number } & Omit<Overview['latest_sends'][number], keyof DayCounts>>;
+  const sends = await latestSentSends<{ id: number } & Omit<Overview['latest_sends'][number], keyof DayCounts>>(ctx.db, ctx.userId, LATEST);
   const counts = await readCounters(ctx.db, ctx.userId, 'single_send', sends.map((s) => s.id));
   return sends.map(({ id, ...send }) => {
     const { sends: triggered, ...c } = dayCounts(counts.get(id)!);

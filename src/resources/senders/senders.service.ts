@@ -9,7 +9,8 @@ import { AppError, invalid, notFound1, refused, type FieldErrors } from '../../h
 import { MAX_INT } from '../../http/fields';
 import { listRows, type Paging } from '../../http/pagination';
 import { recordAccountEvent } from '../../events/account-events';
-import { SenderVerification, senderVerification, SendStatus } from '../../states';
+import { sendUsingSender } from '../../single-sends/rows';
+import { SenderVerification, senderVerification } from '../../states';
 import { findOrFail, liveRows, scoped } from '../shared/crud';
 import type { SenderInput, SenderRecord } from './senders.schemas';
 
@@ -261,21 +262,7 @@ export async function deleteSender(ctx: Ctx, id: number): Promise<void> {
   await ctx.db.transaction(async (trx) => {
     await findOrFail(liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(`${TABLE}.id`), notFound1);
     // A send's own sender, or one of its A/B test's sender variations.
-    const inUse = await scoped(ctx, 'single_sends', trx)
-      .where((q) =>
-        q
-          .where('single_sends.sender_id', id)
-          .orWhereExists((v) =>
-            v
-              .from('single_send_variations as v')
-              // The account as a value (Citus routes a correlated subquery by its own filter).
-              .whereRaw('v.single_send_id = single_sends.id AND v.user_id = ?', [ctx.userId])
-              .where('v.sender_id', id),
-          ),
-      )
-      .whereIn('single_sends.status', [SendStatus.Ready, SendStatus.Running])
-      .whereNull('single_sends.deleted_at')
-      .first('single_sends.id');
+    const inUse = await sendUsingSender(trx, ctx.userId, id);
     if (inUse) throw refused(IN_USE);
     const inAutomation = await scoped(ctx, 'automation_schedules', trx)
       .join('automations', function () {

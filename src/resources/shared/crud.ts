@@ -73,15 +73,26 @@ export async function findOrFail<T>(
  * leaves the kind open, so both are accepted) and returns their ids. All or nothing: a key
  * that names no live record of the account answers `notFound`.
  */
-export async function lockByKeys(ctx: Ctx, trx: Knex.Transaction, table: string, keys: string[], notFound: NotFound): Promise<number[]> {
+export function lockByKeys(ctx: Ctx, trx: Knex.Transaction, table: string, keys: string[], notFound: NotFound): Promise<number[]> {
+  return lockKeysWith(keys, notFound, async (ids, utrs) =>
+    (await scoped(ctx, table, trx)
+      .whereNull(`${table}.deleted_at`)
+      .where((q) => q.whereIn(`${table}.id`, ids).orWhereIn(`${table}.utr`, utrs))
+      .forUpdate()
+      .select(`${table}.id`, `${table}.utr`)) as Array<{ id: number; utr: string }>,
+  );
+}
+
+/** lockByKeys with the lock taken by `lock` (a table's owner locks its own rows: src/single-sends). */
+export async function lockKeysWith(
+  keys: string[],
+  notFound: NotFound,
+  lock: (ids: number[], utrs: string[]) => Promise<Array<{ id: number; utr: string }>>,
+): Promise<number[]> {
   const ids = keys.filter((k) => /^\d{1,10}$/.test(k) && Number(k) <= MAX_INT).map(Number);
   const utrs = keys.filter(isUtr).map((k) => k.toLowerCase());
   if (keys.length === 0 || ids.length + utrs.length !== keys.length) throw notFound();
-  const found = (await scoped(ctx, table, trx)
-    .whereNull(`${table}.deleted_at`)
-    .where((q) => q.whereIn(`${table}.id`, ids).orWhereIn(`${table}.utr`, utrs))
-    .forUpdate()
-    .select(`${table}.id`, `${table}.utr`)) as Array<{ id: number; utr: string }>;
+  const found = await lock(ids, utrs);
   const named = (k: string) => found.some((f) => String(f.id) === k || f.utr === k.toLowerCase());
   if (!keys.every(named)) throw notFound();
   return found.map((f) => f.id);

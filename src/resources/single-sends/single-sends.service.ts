@@ -9,7 +9,7 @@ import { isUtr, MAX_INT, newUtr } from '../../http/fields';
 import { listRows, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
 import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
-import { liveRows, lockByKeys, scoped } from '../shared/crud';
+import { lockKeysWith, scoped } from '../shared/crud';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, singleSendRecord, type SingleSendInput } from './single-sends.schemas';
 import { checkDesignSource } from '../shared/design-rules';
@@ -19,6 +19,7 @@ import { decideByHand, lockTest } from '../../ab/decision';
 import { wakeWorkers } from '../../jobs/wake';
 import { cancelRowsOf, OPENED_ROWS_OF_SEND } from '../../deliveries/rows';
 import type { AudienceRef } from '../../contacts/audience-ref';
+import { deleteSends, insertSend, liveSends, lockLiveSends, updateSend } from '../../single-sends/rows';
 
 export const NOT_UPDATABLE = 'Single send can not be updated once sending has started';
 
@@ -97,14 +98,14 @@ async function toResponses(ctx: Ctx, rows: SingleSendRow[]) {
 }
 
 export async function listSingleSends(ctx: Ctx, paging?: Paging) {
-  const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).orderBy('s.id', 'desc'), liveRows(ctx, 'single_sends as s'), paging);
+  const listed = await listRows<SingleSendRow>(withOpenTokens(ctx, liveSends(ctx.db, ctx.userId)).orderBy('s.id', 'desc'), liveSends(ctx.db, ctx.userId), paging);
   return { ...listed, rows: await toResponses(ctx, listed.rows) };
 }
 
 /** A live send of the account by utr; anything that is not one answers NF2. */
 export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock = false): Promise<SingleSendRow> {
   if (!isUtr(utr)) throw notFound2();
-  const q = liveRows(ctx, 'single_sends as s', db).where('s.utr', utr.toLowerCase()).first('s.*');
+  const q = liveSends(db, ctx.userId).where('s.utr', utr.toLowerCase()).first('s.*');
   if (lock) q.forUpdate();
   const row = (await q) as SingleSendRow | undefined;
   if (!row) throw notFound2();
@@ -113,7 +114,7 @@ export async function findByUtr(ctx: Ctx, utr: string, db: Knex = ctx.db, lock =
 
 export async function getSingleSend(ctx: Ctx, utr: string) {
   if (!isUtr(utr)) throw notFound2();
-  const row = (await withOpenTokens(ctx, liveRows(ctx, 'single_sends as s')).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
+  const row = (await withOpenTokens(ctx, liveSends(ctx.db, ctx.userId)).where('s.utr', utr.toLowerCase()).first()) as SingleSendRow | undefined;
   if (!row) throw notFound2();
   return (await toResponses(ctx, [row]))[0];
 }
@@ -219,8 +220,8 @@ export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promis
   const utr = newUtr();
   const due = await ctx.db.transaction(async (trx) => {
     const { columns, ab } = await resolveInput(ctx, trx, input);
-    const [{ id }] = await trx('single_sends').insert({ user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns }).returning('id');
-    await saveAbTest(trx, ctx.userId, id as number, ab);
+    const id = await insertSend(trx, { user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
+    await saveAbTest(trx, ctx.userId, id, ab);
     return columns.due_at;
   });
   await wakeIfDue(ctx, due);
@@ -239,7 +240,7 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
     const row = await findByUtr(ctx, utr, trx, true);
     const { columns, ab } = await resolveInput(ctx, trx, input);
     if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
-    await scoped(ctx, 'single_sends', trx).where({ id: row.id }).update({ ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
+    await updateSend(trx, ctx.userId, row.id, { ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
     // A full replacement, as the spec's updates are: without A/B fields the send is an ordinary one again.
     await saveAbTest(trx, ctx.userId, row.id, ab);
     return columns.due_at;
@@ -254,19 +255,17 @@ export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string
   const copy = newUtr();
   const copied = Object.fromEntries(SETTABLE.map((c) => [c, row[c]])) as SettableColumns;
   await ctx.db.transaction(async (trx) => {
-    const [{ id }] = await trx('single_sends')
-      .insert({
-        ...copied,
-        user_id: ctx.userId,
-        utr: copy,
-        status: SendStatus.Draft,
-        recipient_id: JSON.stringify(row.recipient_id),
-        exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
-        single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
-        due_at: null,
-      })
-      .returning('id');
-    await copyAbTest(trx, ctx.userId, row.id, id as number);
+    const id = await insertSend(trx, {
+      ...copied,
+      user_id: ctx.userId,
+      utr: copy,
+      status: SendStatus.Draft,
+      recipient_id: JSON.stringify(row.recipient_id),
+      exclude_specific_recipient_id: JSON.stringify(row.exclude_specific_recipient_id),
+      single_send_name: `${row.single_send_name} (copy)`.slice(0, 255),
+      due_at: null,
+    });
+    await copyAbTest(trx, ctx.userId, row.id, id);
   });
   return copy;
 }
@@ -279,8 +278,8 @@ const CANCEL = deliveryStatus.move([DeliveryStatus.Queued, DeliveryStatus.Held],
  */
 export async function deleteSingleSends(ctx: Ctx, keys: string[]): Promise<void> {
   await ctx.db.transaction(async (trx) => {
-    const sendIds = await lockByKeys(ctx, trx, 'single_sends', keys, notFound2);
-    await scoped(ctx, 'single_sends', trx).whereIn('id', sendIds).update({ deleted_at: trx.fn.now(), updated_at: trx.fn.now() });
+    const sendIds = await lockKeysWith(keys, notFound2, (ids, utrs) => lockLiveSends(trx, ctx.userId, ids, utrs));
+    await deleteSends(trx, ctx.userId, sendIds);
     await cancelRowsOf(trx, ctx.userId, 'single_send_id', sendIds, CANCEL);
     await scoped(ctx, 'ab_tests', trx).whereIn('single_send_id', sendIds).where('releasing', true).update({ releasing: false });
   });
