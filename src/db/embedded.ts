@@ -78,18 +78,21 @@ export function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedDb> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   return new Promise<EmbeddedDb>((resolve, reject) => {
+    // A failed start is answered once the supervisor has exited, so a caller that goes on (a
+    // test file that ends, a CLI that exits) leaves no process behind.
+    let failure: Error | undefined;
     const timer = setTimeout(() => {
+      failure = new Error(`The embedded PostgreSQL did not start within ${opts.startTimeoutMs ?? 60000} ms`);
       child.kill('SIGTERM');
-      reject(new Error(`The embedded PostgreSQL did not start within ${opts.startTimeoutMs ?? 60000} ms`));
     }, opts.startTimeoutMs ?? 60_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`The embedded PostgreSQL supervisor exited early (code ${code})`));
+      reject(failure ?? new Error(`The embedded PostgreSQL supervisor exited early (code ${code})`));
     });
     child.on('message', (msg: SupervisorMessage) => {
       clearTimeout(timer);
       if (msg.type === 'error') {
-        reject(new Error(msg.message));
+        failure = new Error(msg.message);
         return;
       }
       let stopping: Promise<void> | undefined;

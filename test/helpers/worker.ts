@@ -15,12 +15,17 @@ import { waitFor } from './wait';
  */
 export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer }): { worker: () => Worker } {
   let worker: Worker | undefined;
+  let mailer: Mailer | undefined;
   beforeAll(() => {
-    worker = new Worker({ config: deps.config, db: deps.db, logger: createLogger('silent'), mailer: deps.mailer() });
+    mailer = deps.mailer();
+    worker = new Worker({ config: deps.config, db: deps.db, logger: createLogger('silent'), mailer });
     worker.start();
   });
+  // As `herald worker` stops (src/server.ts): the worker, then its mailer. A pooled connection
+  // left open outlived the file and kept jest's worker process from exiting.
   afterAll(async () => {
     await worker?.stop();
+    await mailer?.close();
   });
   return { worker: () => worker! };
 }
@@ -45,20 +50,18 @@ export function setupDelivery(
   opts: { poolSize?: number; socketTimeoutMs?: number; group?: string } = {},
 ): DeliveryRig {
   const rig = {} as DeliveryRig;
-  let mailer: Mailer | undefined;
   beforeAll(async () => {
     rig.sink = await startSmtpSink();
   });
-  runWorker({ ...deps, mailer: () => (mailer = smtpMailer(rig.sink.url, { poolSize: opts.poolSize ?? 2, socketTimeoutMs: opts.socketTimeoutMs })) });
+  runWorker({ ...deps, mailer: () => smtpMailer(rig.sink.url, { poolSize: opts.poolSize ?? 2, socketTimeoutMs: opts.socketTimeoutMs }) });
   beforeAll(async () => {
     rig.account = await makeAccount(deps.db);
     rig.sender = await makeSender(deps.db, rig.account);
     rig.group = await makeGroup(deps.db, rig.account, opts.group ?? 'Newsletter');
   });
-  // After the worker stopped (hooks run in the order declared): its pooled connections first, so
-  // the sink need not wait for them to time out.
+  // After the worker and its mailer stopped (hooks run in the order declared), so the sink need
+  // not wait for pooled connections to time out.
   afterAll(async () => {
-    await mailer?.close();
     await rig.sink?.close();
   });
   return rig;

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 
 describe('loadConfig', () => {
