@@ -22,7 +22,7 @@ export function runWorker(deps: { config: Config; db: Knex; mailer: () => Mailer
     worker.start();
   });
   // As `herald worker` stops (src/server.ts): the worker, then its mailer. A pooled connection
-  // left open outlived the file and kept jest's worker process from exiting.
+  // left open outlived the test file: a handle that keeps jest's worker process from exiting.
   afterAll(async () => {
     await worker?.stop();
     await mailer?.close();
