@@ -44,13 +44,15 @@ const NOT_RUN: Array<{ line: string; why: string }> = [
 const LINES_NOT_RUN: Array<{ line: string; why: string }> = [
   { line: 'suppressions/message?id=<id>', why: 'needs a bounce or complaint report received; test/api/suppressions.test.ts reads one back' },
 ];
+/** How much of each output line the log shows. */
+const LINE_MAX = 300;
 /** Commands named in the README's text (not in a block), run elsewhere or not at all, and why. */
 const INLINE_ELSEWHERE = [
   'npm run citus:up / citus:down: needs Citus built from its source; .ci/run runs npm run test:citus, which uses the same scripts',
   'docker compose -f docker-compose.citus.yml up: no Docker on the CI machine',
   'npm run screenshots: test/api/cli.test.ts runs it without a browser; .ci/run installs Chromium for the browser tests',
   'apt-get install …: .ci/run installs the same packages',
-  'npx herald account create / rotate-keys / migrate / seed / dns: test/api/cli.test.ts',
+  './bin/herald.js account create / rotate-keys / migrate / seed / config check / dns: test/api/cli.test.ts',
 ];
 
 interface Block {
@@ -184,7 +186,8 @@ async function main(): Promise<number> {
       ].join('\n');
       process.stdout.write(`\n# README.md:${block.start}\n`);
       const res = spawnSync('bash', ['-c', bash], { cwd: work, env: { ...env, NODE_PATH: path.join(ROOT, 'node_modules') }, encoding: 'utf8', timeout: 120_000 });
-      process.stdout.write(res.stdout.split('\n').map((l) => `  ${l}`).join('\n') + '\n');
+      // Each answer as it came, cut at LINE_MAX characters (the design list alone is 40 KB).
+      process.stdout.write(res.stdout.split('\n').map((l) => `  ${l.length > LINE_MAX ? `${l.slice(0, LINE_MAX)}… (${l.length} characters)` : l}`).join('\n') + '\n');
       if (res.status === 0) {
         ran += 1;
       } else {
@@ -212,7 +215,7 @@ async function main(): Promise<number> {
   }
   process.stdout.write(`\nNot run here, and where they are run instead:\n${INLINE_ELSEWHERE.map((l) => `- ${l}`).join('\n')}\n`);
   process.stdout.write(`\nREADME check took ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-  process.stdout.write(`README check: ${ran} passed, ${failed} failed\n`);
+  process.stdout.write(`README check: ${ran} blocks ran, ${failed} failed\n`);
   return failed === 0 ? 0 : 1;
 }
 
