@@ -11,6 +11,7 @@ import { designKey, type DesignCache, type LoadedDesign } from './designs';
 import { MailError, type Mailer } from '../mail/mailer';
 import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from '../deliveries/queue';
 import { AccountTurns, onCitus } from '../db/per-account';
+import { FanOutPace } from './fanout-pace';
 import type { RecipientData } from './render';
 
 export interface SenderDeps {
@@ -52,6 +53,8 @@ interface Half {
 export class Sender {
   private accounts?: AccountTurns;
   private readonly releasing = new ReleasingTests();
+  /** Held to FANOUT_SEND_RATE while an audience is being written, so the fan-out gets the machine. */
+  private readonly pace = new FanOutPace();
 
   constructor(private readonly deps: SenderDeps) {}
 
@@ -85,7 +88,7 @@ export class Sender {
 
     const claimMore = () => {
       if (claiming || dry || !running() || halves.length >= 2) return;
-      claiming = this.claimHalf(size)
+      claiming = this.claimHalf(size, running)
         .then(
           (rows) => {
             if (rows.length) halves.push({ rows, outcomes: new Array(rows.length), started: 0, finished: 0 });
@@ -149,15 +152,21 @@ export class Sender {
     return handled;
   }
 
-  /** Claims a half and loads each of its designs once (the lanes would otherwise all miss the cache together). */
-  private async claimHalf(size: number): Promise<ClaimedRow[]> {
+  /**
+   * Claims a half, at the fan-out's pace while an audience is being written (src/delivery/fanout-pace.ts),
+   * and loads each of its designs once (the lanes would otherwise all miss the cache together).
+   */
+  private async claimHalf(size: number, running: () => boolean): Promise<ClaimedRow[]> {
     const { db, config } = this.deps;
+    await this.pace.beforeClaim(db, running);
+    if (!running()) return [];
     // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
     // An A/B test releasing its rest to the winner: the claim also takes those rows (src/deliveries/queue.ts).
     const released = await this.releasing.any(db);
     const rows = (await onCitus(db))
       ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId, released))
       : await claimBatch(db, size, config.sendLeaseMs, undefined, released);
+    this.pace.claimed(rows.length);
     const firstOfDesign = new Map<string, ClaimedRow>();
     for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
     for (const row of firstOfDesign.values()) await this.deps.designs.get(row).catch(() => undefined);

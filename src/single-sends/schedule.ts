@@ -47,6 +47,19 @@ export async function sendsToFanOut(db: Knex): Promise<Array<{ id: number; user_
     .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
 }
 
+/**
+ * Whether some running send's audience is being written right now (one not parked after a
+ * failure): every account's, one read. The sender paces itself while it is (src/delivery/fanout-pace.ts).
+ */
+export async function anyFanOutRunning(db: Knex): Promise<boolean> {
+  const { rows } = await db.raw(
+    `SELECT EXISTS (SELECT 1 FROM single_sends WHERE status = ? AND fanout_done_at IS NULL AND deleted_at IS NULL
+       AND (fanout_retry_at IS NULL OR fanout_retry_at <= now())) AS any`,
+    [SendStatus.Running],
+  );
+  return Boolean((rows as Array<{ any: boolean }>)[0].any);
+}
+
 /** Send `id` of account `userId` while its audience is still to be written (undefined otherwise). */
 export async function sendStillFanningOut<T>(trx: Knex, id: number, userId: number): Promise<T | undefined> {
   return (await trx('single_sends').where({ id, user_id: userId, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as

@@ -5,6 +5,7 @@ import { claimBatch, recordOutcomes, releaseClaimed, type ClaimedRow } from '../
 import { suppress, unsubscribeFromGroup, unsubscribeGlobally, type Suppression } from '../../src/suppression';
 import { makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { makeContacts, makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
+import { anyFanOutRunning } from '../../src/single-sends/schedule';
 
 /**
  * The queue's SQL against the real database (src/deliveries/queue.ts): claims take due rows
@@ -315,5 +316,23 @@ describe('fanOutChunk', () => {
       await db('global_unsubscribers').where({ user_id: a.id }).delete();
       await db('unsubscribe_group_recipients').where({ user_id: a.id }).delete();
     }
+  });
+});
+
+describe('anyFanOutRunning (the sender paces itself while it is true: src/delivery/fanout-pace.ts)', () => {
+  const fanout = (values: Record<string, unknown>) => db('single_sends').where({ id: sendId }).update(values);
+  afterEach(() => fanout({ fanout_done_at: null, fanout_retry_at: null, deleted_at: null }));
+
+  it('is true while a running send’s audience is being written, and false once it is complete, parked or deleted', async () => {
+    expect(await anyFanOutRunning(db)).toBe(true);
+    await fanout({ fanout_done_at: db.fn.now() });
+    expect(await anyFanOutRunning(db)).toBe(false);
+    await fanout({ fanout_done_at: null, fanout_retry_at: db.raw("now() + interval '1 minute'") });
+    expect(await anyFanOutRunning(db)).toBe(false);
+    // A parked fan-out whose minute is over is written again.
+    await fanout({ fanout_retry_at: db.raw("now() - interval '1 second'") });
+    expect(await anyFanOutRunning(db)).toBe(true);
+    await fanout({ fanout_retry_at: null, deleted_at: db.fn.now() });
+    expect(await anyFanOutRunning(db)).toBe(false);
   });
 });
