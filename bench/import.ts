@@ -33,7 +33,7 @@
  *   npm run bench:import -- [--rows 1000000] [--repeat 3] [--scenarios empty,existing,stale,twice,repeated]
  *                           [--big] [--big-mb 200] [--repeat-share 0.15] [--db herald_bench_import]
  *                           [--no-build] [--no-wait] [--keep] [--cpu-prof]
- *                           [--herald-node-args "--trace-gc"] [--herald-log file]   (diagnostics)
+ *                           [--herald-node-args=--trace-gc] [--herald-log file]   (diagnostics)
  *
  * Ratios are baseline time / Herald time of the runs measured back to back; PASS is judged on
  * the median of those ratios. Each timed run first waits (up to 3 min) for the machine's CPUs
@@ -422,11 +422,11 @@ async function contactsStatistics(app: Client) {
  * `herald serve`, the list's 1,000,000 contacts imported, then at once the timed import, with
  * no ANALYZE between (autovacuum's, if it came first, is reported: the run is then not stale).
  */
-async function staleRun(s: Scenario, dir: string): Promise<HeraldRun> {
+async function staleRun(s: Scenario, dir: string, env: Record<string, string>, nodeArgs: string[]): Promise<HeraldRun> {
   const name = `${DB}_stale`;
   const url = await recreateDatabase(name);
   const account = await createAccount(url, 'Bench stale');
-  const herald = await startHerald({ databaseUrl: url, dataDir: path.join(dir, 'data-stale') });
+  const herald = await startHerald({ databaseUrl: url, dataDir: path.join(dir, 'data-stale'), env, nodeArgs });
   const app = await connect(url);
   const admin = await connect(databaseUrl(name));
   try {
@@ -576,7 +576,7 @@ async function main() {
         let run: HeraldRun;
         if (s.before === 'fresh-database') {
           await quiet();
-          run = await staleRun(s, tmp);
+          run = await staleRun(s, tmp, env, nodeArgs);
         } else {
           await resetList(app, admin, s);
           if (s.firstStart) {

@@ -33,7 +33,7 @@
  * bench/out/send-dkim.json.
  *
  *   npx tsx bench/send.ts [--dkim] [--recipients 100000] [--runs 3] [--no-build] [--keep] [--no-pin] [--cpu-prof]
- *                         [--herald-node-args "--trace-gc"] [--herald-log file]   (diagnostics)
+ *                         [--herald-node-args=--trace-gc] [--herald-log file]   (diagnostics)
  *
  * Processes: the sink, each baseline and Herald run in child processes of their own. On this
  * 2-core machine the sender under test (a baseline, or Herald) is pinned to CPU 0 and the sink
