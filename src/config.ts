@@ -144,6 +144,12 @@ const settings = {
   /** Attempts before a temporarily failing message is given up (counted as a bounce). */
   maxAttempts: setting('MAX_ATTEMPTS', intIn(1, 100).default(8)),
   workerPollMs: setting('WORKER_POLL_MS', intIn(10, 60_000).default(500)),
+  /**
+   * Messages a second each worker process sends while some send's audience is being written (its
+   * fan-out), so the fan-out's INSERT gets the machine (src/delivery/fanout-pace.ts); 0: no pacing
+   * (PostgreSQL on a machine of its own, or many tenants whose sends must not wait for another's).
+   */
+  fanoutSendRate: setting('FANOUT_SEND_RATE', intIn(0, 1_000_000).default(100)),
   /** `process`: SEND_RATE per worker process; `global`: one budget in PostgreSQL shared by all workers. */
   sendRateScope: setting('SEND_RATE_SCOPE', z.enum(['process', 'global'], { message: 'must be process or global' }).default('process')),
   /** How long a claimed recipient row stays a worker's before another may take it over (unset: see derive). */

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { anyFanOutRunning } from '../single-sends/schedule';
 
 /**
- * Messages a second the sender claims while some send's audience is being written.
+ * Messages a second the sender claims while some send's audience is being written, by default
+ * (`FANOUT_SEND_RATE`; 0 turns the pacing off).
  *
  * On a small machine the sending and the fan-out's `INSERT … SELECT` take the same cores: with
  * sending at full speed beside it, a 1,000,000-recipient fan-out took 1.9–2.9 × the bare insert;
@@ -10,7 +11,9 @@ import { anyFanOutRunning } from '../single-sends/schedule';
  * still starts at once — a claim waits only for the claims made during the fan-out before it —
  * and goes on at this rate until its audience is complete, then at full speed: what it did not
  * send during the few seconds of the fan-out it sends after them. Every kind of message is paced
- * (an automation's too), for as long as any send's fan-out runs.
+ * (an automation's too, and every account's), for as long as any send's fan-out runs: seconds for a
+ * list of a million, longer for a slow segment. Where PostgreSQL has cores of its own, or tenants'
+ * sends must never wait for another's fan-out, `FANOUT_SEND_RATE=0` turns it off.
  */
 export const FANOUT_SEND_RATE = 100;
 

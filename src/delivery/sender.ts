@@ -53,8 +53,8 @@ interface Half {
 export class Sender {
   private accounts?: AccountTurns;
   private readonly releasing = new ReleasingTests();
-  /** Held to FANOUT_SEND_RATE while an audience is being written, so the fan-out gets the machine. */
-  private readonly pace = new FanOutPace();
+  /** Held to FANOUT_SEND_RATE while an audience is being written, so the fan-out gets the machine (none when 0). */
+  private pace?: FanOutPace | null;
 
   constructor(private readonly deps: SenderDeps) {}
 
@@ -158,7 +158,8 @@ export class Sender {
    */
   private async claimHalf(size: number, running: () => boolean): Promise<ClaimedRow[]> {
     const { db, config } = this.deps;
-    await this.pace.beforeClaim(db, running);
+    const pace = (this.pace ??= config.fanoutSendRate > 0 ? new FanOutPace(config.fanoutSendRate) : null);
+    await pace?.beforeClaim(db, running);
     if (!running()) return [];
     // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
     // An A/B test releasing its rest to the winner: the claim also takes those rows (src/deliveries/queue.ts).
@@ -166,7 +167,7 @@ export class Sender {
     const rows = (await onCitus(db))
       ? await (this.accounts ??= new AccountTurns(db, DUE_ROWS)).claim((userId) => claimBatch(db, size, config.sendLeaseMs, userId, released))
       : await claimBatch(db, size, config.sendLeaseMs, undefined, released);
-    this.pace.claimed(rows.length);
+    pace?.claimed(rows.length);
     const firstOfDesign = new Map<string, ClaimedRow>();
     for (const row of rows) if (!firstOfDesign.has(designKey(row))) firstOfDesign.set(designKey(row), row);
     for (const row of firstOfDesign.values()) await this.deps.designs.get(row).catch(() => undefined);

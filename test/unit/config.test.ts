@@ -20,6 +20,12 @@ describe('loadConfig', () => {
     });
   });
 
+  it('paces sending during a fan-out at FANOUT_SEND_RATE (100 by default; 0 turns it off)', () => {
+    expect(loadConfig({}).fanoutSendRate).toBe(100);
+    expect(loadConfig({ FANOUT_SEND_RATE: '0' }).fanoutSendRate).toBe(0);
+    expect(() => loadConfig({ FANOUT_SEND_RATE: '-1' })).toThrow(/FANOUT_SEND_RATE="-1"/);
+  });
+
   it('derives PUBLIC_URL from PORT and strips a trailing slash', () => {
     expect(loadConfig({ PORT: '8080' }).publicUrl).toBe('http://localhost:8080');
     expect(loadConfig({ PUBLIC_URL: 'https://mail.example.com/' }).publicUrl).toBe('https://mail.example.com');
