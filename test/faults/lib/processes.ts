@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { staleReason } from '../../../scripts/build';
 import { patient, sleep } from '../../helpers/wait';
 import { TEST_MASTER_KEY } from '../../helpers/master-key';
 
@@ -20,7 +21,11 @@ const BUILD = process.env.HERALD_FAULTS_BUILD ? path.resolve(process.env.HERALD_
 const BIN = path.join(BUILD, 'bin', 'herald.js');
 const CLI = path.join(BUILD, 'dist', 'src', 'cli.js');
 
-/** Fails with an explanation when the CLI has not been compiled (`npm ci` builds it via prepare). */
+/**
+ * Fails with an explanation when the CLI has not been compiled (`npm ci` builds it via prepare),
+ * or, for this checkout, was compiled from other sources than the ones here (scripts/build.js's
+ * stamp): the fault tests would otherwise test yesterday's code after an edit.
+ */
 export function requireBuilt(): void {
   if (!fs.existsSync(CLI)) {
     throw new Error(
@@ -28,6 +33,9 @@ export function requireBuilt(): void {
         'Run `npm run build` first (`npm ci` / `npm install` build it through the prepare script).',
     );
   }
+  if (BUILD !== ROOT) return;
+  const stale = staleReason(ROOT);
+  if (stale) throw new Error(`The fault tests run the compiled CLI, but ${stale}. Run \`npm run build\` first.`);
 }
 
 export interface Exit {
