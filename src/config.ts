@@ -192,7 +192,7 @@ const settings = {
   notificationMaxAttempts: setting('NOTIFICATION_MAX_ATTEMPTS', intIn(1, 100).default(8)),
   /** Notices one worker process mails side by side. */
   notificationConcurrency: setting('NOTIFICATION_CONCURRENCY', intIn(1, 100).default(5)),
-  /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/delivery/links.ts). */
+  /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/render/links.ts). */
   trackClicks: setting('TRACK_CLICKS', flag.default(true)),
   /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
   clickBotWindowSeconds: setting('CLICK_BOT_WINDOW_SECONDS', intIn(0, 86_400).default(10)),

@@ -32,7 +32,7 @@ import v8 from 'node:v8';
 import { createPrivateKey } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { dkimSignatureLine } from '../../src/dkim/sign';
-import { compileDesign } from '../../src/delivery/render';
+import { compileDesign } from '../../src/render/render';
 import { SmtpPool } from '../../src/mail/smtp-pool';
 import { sendMinimal } from './minimal-sender';
 

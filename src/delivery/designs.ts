@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import { designParts, sourceKey, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
-import { registerLinks, trackedUrls } from './links';
-import { compileDesign, type CompiledDesign } from './render';
+import { registerLinks, trackedUrls } from '../render/links';
+import { compileDesign, type CompiledDesign } from '../render/render';
 import type { ClaimedRow } from '../deliveries/queue';
 
 /**

@@ -12,7 +12,7 @@ import { MailError, type Mailer } from '../mail/mailer';
 import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from '../deliveries/queue';
 import { AccountTurns, onCitus } from '../db/per-account';
 import { FanOutPace } from './fanout-pace';
-import type { RecipientData } from './render';
+import type { RecipientData } from '../render/render';
 
 export interface SenderDeps {
   config: Config;

@@ -14,7 +14,7 @@ import type { Counter } from '../statistics/counters';
  * - A **source** is what one recipient row's message is compiled from: a single send, or one
  *   email of an automation. Each source has one owner.
  *
- * Designs (src/delivery/designs.ts), link registration (src/delivery/links.ts), the tracking
+ * Designs (src/delivery/designs.ts), link registration (src/render/links.ts), the tracking
  * endpoints (src/public/tracking.ts), the statistics (src/statistics) and the events and reports
  * API families ask this module, never the columns themselves. A new kind of source — an A/B
  * variation of a single send — is one more case of the unions below; the compiler then names
@@ -306,7 +306,7 @@ export function ownerOfSource(source: MessageSource): Owner {
 }
 
 /**
- * What a design is compiled from (src/delivery/render.ts `compileDesign` adds what is the same for
+ * What a design is compiled from (src/render/render.ts `compileDesign` adds what is the same for
  * every source), whatever its source: the HTML that is sent (the source's own, else its
  * template's), the sender, `((sender_address))`.
  */

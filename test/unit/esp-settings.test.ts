@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
 import { simpleParser } from 'mailparser';
 import { ConfigError, loadConfig } from '../../src/config';
-import { compileDesign, type DesignSource } from '../../src/delivery/render';
+import { compileDesign, type DesignSource } from '../../src/render/render';
 import { mailboxTarget } from '../../src/bounces/imap-follower';
 
 /** The bounce mailbox and ESP webhook settings, and the metadata headers they put on outgoing mail. */

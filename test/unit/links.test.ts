@@ -1,8 +1,8 @@
-import { trackedUrls, withClickPlaceholders } from '../../src/delivery/links';
+import { trackedUrls, withClickPlaceholders } from '../../src/render/links';
 
 const BASE = 'https://herald.example.com';
 
-describe('links to track (src/delivery/links.ts)', () => {
+describe('links to track (src/render/links.ts)', () => {
   it('finds http(s) hrefs of <a> and <area>, in any quoting and case, with character references decoded', () => {
     const html = `<A HREF="https://a.example/x?p=1&amp;q=2">a</A> <area href='http://b.example/'> <a class="x" href=https://c.example/c>c</a>
       <a href="https://a.example/x?p=1&#38;q=2">same as the first</a> <a href=" https://d.example/ ">spaces</a>`;

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { simpleParser } from 'mailparser';
-import { compileDesign, type DesignSource, type RecipientData } from '../../src/delivery/render';
+import { compileDesign, type DesignSource, type RecipientData } from '../../src/render/render';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { dkimSignatureLine, dkimSignatureLineOf } from '../../src/dkim/sign';
 import { testDkimKey } from '../helpers/dkim-key';
 
 /**
- * A compiled design's messages (src/delivery/render.ts): each part's literal text is encoded once
+ * A compiled design's messages (src/render/render.ts): each part's literal text is encoded once
  * and each recipient's values around it, so what a mail client decodes must be exactly the text
  * the design and the values make (`content`), for any values.
  */

@@ -35,7 +35,7 @@ export interface DesignSource extends Omit<DesignParts, 'userId' | 'owner'> {
   publicUrl: string;
   /** Names of the account's custom fields by id (values are stored by id). */
   customFields: Map<string, string>;
-  /** Tracked links (src/delivery/links.ts): URL → tracked_links id. None: links stay as written. */
+  /** Tracked links (src/render/links.ts): URL → tracked_links id. None: links stay as written. */
   links?: ReadonlyMap<string, number>;
   /** ESP metadata headers each message carries (ESP_METADATA_HEADERS). */
   espMetadataHeaders?: readonly EspProvider[];
