@@ -5,13 +5,15 @@ import { toAppError } from '../http/error-handler';
 import { ASSETS_DIR } from '../paths';
 import { knownTimeZone } from '../resources/reports/reports.service';
 import { MessagePage, SignInPage } from './layout';
-import { automationPage, automationsPage, setAutomationState } from './pages/automations';
-import { contactPage, contactSearchPage, contactsPage } from './pages/contacts';
+import { mountAudiencePages } from './pages/audience';
+import { mountAutomationPages } from './pages/automations';
+import { mountDesignPages } from './pages/designs';
+import { mountSenderPages } from './pages/senders';
+import { mountSendPages } from './pages/sends';
 import { checkSenderAction, deliverabilityPage, liftSuppressionAction } from './pages/deliverability';
 import { overviewPage } from './pages/overview';
-import { keptReportPage, pickWinnerAction, sendReportPage } from './pages/send';
 import { testWebhookAction, webhookPage, webhooksPage } from './pages/webhooks';
-import { errorLines, page, PAGE_HEADERS, pageContext, sendPage, type PageContext } from './respond';
+import { errorLines, page, PAGE_HEADERS, pageContext, sendPage, type DashboardKit, type PageContext } from './respond';
 import {
   findSession,
   readCookies,
@@ -24,7 +26,6 @@ import {
   signOut,
   TZ_COOKIE,
 } from './session';
-import { importProgress, importUpload } from './upload';
 
 /**
  * The dashboard under /app (docs/decisions.md, "Dashboard"): pages rendered on the server from
@@ -86,7 +87,9 @@ const requireCsrf: RequestHandler = (req, res, next) => {
 export function mountDashboard(app: Express, deps: Deps): void {
   const r = express.Router();
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+  const largeForm = express.urlencoded({ extended: false, limit: deps.config.designBodyLimitBytes, parameterLimit: 2000 });
   const signedIn = requireSession(deps);
+  const kit: DashboardKit = { router: r, deps, signedIn, requireCsrf, form: express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 200 }), largeForm };
 
   // Every answer under /app carries the page headers (redirects and scripts' JSON too).
   r.use((_req, res, next) => {
@@ -129,18 +132,12 @@ export function mountDashboard(app: Express, deps: Deps): void {
     res.redirect(303, '/app');
   });
 
-  r.get('/sends/:utr', signedIn, page(sendReportPage, 'overview'));
-  r.get('/sends/:utr/reports/:eventId', signedIn, page(keptReportPage, 'overview'));
-  r.post('/sends/:utr/ab/winner', form, signedIn, requireCsrf, page(pickWinnerAction, 'overview'));
-  r.get('/automations', signedIn, page(automationsPage, 'automations'));
-  r.get('/automations/:utr', signedIn, page(automationPage, 'automations'));
-  r.post('/automations/:utr/pause', form, signedIn, requireCsrf, page(setAutomationState('pause'), 'automations'));
-  r.post('/automations/:utr/resume', form, signedIn, requireCsrf, page(setAutomationState('resume'), 'automations'));
-  r.get('/contacts', signedIn, page(contactsPage, 'contacts'));
-  r.get('/contacts/search', signedIn, page(contactSearchPage, 'contacts'));
-  r.get('/contacts/imports.json', signedIn, importProgress);
-  r.post('/contacts/import', signedIn, ...importUpload(deps, requireCsrf));
-  r.get('/contacts/:id', signedIn, page(contactPage, 'contacts'));
+  // Each area registers its own pages (src/dashboard/pages/*): one file per area.
+  mountSendPages(kit);
+  mountDesignPages(kit);
+  mountAudiencePages(kit);
+  mountAutomationPages(kit);
+  mountSenderPages(kit);
   r.get('/deliverability', signedIn, page(deliverabilityPage, 'deliverability'));
   r.post('/senders/:id/check', form, signedIn, requireCsrf, page(checkSenderAction, 'deliverability'));
   r.post('/suppressions/lift', form, signedIn, requireCsrf, page(liftSuppressionAction, 'deliverability'));

@@ -8,8 +8,11 @@ import { VERSION } from '../paths';
  */
 export const NAV = [
   { key: 'overview', href: '/app', label: 'Overview' },
-  { key: 'automations', href: '/app/automations', label: 'Automations' },
+  { key: 'sends', href: '/app/sends', label: 'Sends' },
+  { key: 'designs', href: '/app/designs', label: 'Designs' },
   { key: 'contacts', href: '/app/contacts', label: 'Contacts' },
+  { key: 'automations', href: '/app/automations', label: 'Automations' },
+  { key: 'senders', href: '/app/senders', label: 'Senders' },
   { key: 'deliverability', href: '/app/deliverability', label: 'Deliverability' },
   { key: 'webhooks', href: '/app/webhooks', label: 'Webhooks' },
 ] as const;
@@ -24,10 +27,13 @@ interface LayoutProps {
   active?: NavKey;
   /** Pages with charts load Chart.js. */
   charts?: boolean;
+  /** A page's own scripts and style sheets: file names under /app/assets (modules, no inline script). */
+  scripts?: string[];
+  styles?: string[];
   children: ComponentChildren;
 }
 
-export function Layout({ title, csrf, active, charts, children }: LayoutProps) {
+export function Layout({ title, csrf, active, charts, scripts = [], styles = [], children }: LayoutProps) {
   return (
     <html lang="en">
       <head>
@@ -39,8 +45,14 @@ export function Layout({ title, csrf, active, charts, children }: LayoutProps) {
         <title>{`${title} · Herald`}</title>
         <link rel="icon" href={asset('icon.svg')} type="image/svg+xml" />
         <link rel="stylesheet" href={asset('app.css')} />
+        {styles.map((s) => (
+          <link rel="stylesheet" href={asset(s)} />
+        ))}
         {charts ? <script src={asset('vendor/chart.umd.min.js')} defer /> : null}
         <script type="module" src={asset('app.js')} />
+        {scripts.map((s) => (
+          <script type="module" src={asset(s)} />
+        ))}
       </head>
       <body>
         <a class="skip" href="#main">

@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { VNode } from 'preact';
 import { renderToString } from 'preact-render-to-string';
 import type { Ctx, Deps } from '../context';
@@ -75,4 +75,21 @@ export function page(handler: (req: Request, res: Response, p: PageContext) => P
       );
     }
   };
+}
+
+/**
+ * What an area of the dashboard registers its pages with (src/dashboard/index.tsx): its router,
+ * the session and CSRF guards, and the body parsers of its forms.
+ */
+export interface DashboardKit {
+  router: Router;
+  deps: Deps;
+  /** A signed-in session, or the sign-in page. */
+  signedIn: RequestHandler;
+  /** The session's CSRF token on a state-changing request (a form field or X-CSRF-Token). */
+  requireCsrf: RequestHandler;
+  /** A small urlencoded form. */
+  form: RequestHandler;
+  /** A form that carries a design (up to DESIGN_BODY_LIMIT, many fields). */
+  largeForm: RequestHandler;
 }

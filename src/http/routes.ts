@@ -147,28 +147,43 @@ function bodyParsers(def: RouteDef, deps: Deps): RequestHandler[] {
   ];
 }
 
+/** What a route is called with, before validation: the query and body as parsed, the upload. */
+export interface RawInput {
+  query: Record<string, unknown>;
+  body: Record<string, unknown>;
+  file?: Express.Multer.File;
+}
+
+/**
+ * One route's validation and handler on raw input, for the API (below) and for the dashboard's
+ * forms (src/dashboard/form-kit.tsx), so one validation guards both callers.
+ */
+export async function runRoute(def: RouteDef, raw: RawInput, env: { ctx: Ctx; deps: Deps; req: Request; res: Response }): Promise<Envelope> {
+  const query = normalizeInput(raw.query);
+  const body = normalizeInput(raw.body);
+  // The upload joins the form fields, so one validation reports a missing file and a
+  // missing field together.
+  if (def.file && raw.file) body[def.file.field] = raw.file;
+  let id: number | string = 0;
+  if (def.id) id = readId(def.id, query, body);
+  const input: RouteInput<unknown, unknown> = {
+    ctx: env.ctx,
+    id: typeof id === 'number' ? id : 0,
+    utr: typeof id === 'string' ? id : '',
+    body: def.body ? validate(def.body, body, def.messages) : body,
+    query: def.query ? validate(def.query, query, def.messages) : query,
+    paging: def.list ? readPaging(query) : undefined,
+    file: raw.file,
+    deps: env.deps,
+    req: env.req,
+    res: env.res,
+  };
+  return def.handle(input);
+}
+
 function handler(def: RouteDef, deps: Deps): RequestHandler {
   return async (req: Request, res: Response) => {
-    const query = normalizeInput(req.query);
-    const body = normalizeInput(req.body);
-    // The upload joins the form fields, so one validation reports a missing file and a
-    // missing field together.
-    if (def.file && req.file) body[def.file.field] = req.file;
-    let id: number | string = 0;
-    if (def.id) id = readId(def.id, query, body);
-    const input: RouteInput<unknown, unknown> = {
-      ctx: req.ctx as Ctx,
-      id: typeof id === 'number' ? id : 0,
-      utr: typeof id === 'string' ? id : '',
-      body: def.body ? validate(def.body, body, def.messages) : body,
-      query: def.query ? validate(def.query, query, def.messages) : query,
-      paging: def.list ? readPaging(query) : undefined,
-      file: req.file,
-      deps,
-      req,
-      res,
-    };
-    const envelope = await def.handle(input);
+    const envelope = await runRoute(def, { query: req.query as Record<string, unknown>, body: req.body as Record<string, unknown>, file: req.file }, { ctx: req.ctx as Ctx, deps, req, res });
     if (!res.headersSent) res.status(200).json(envelope);
   };
 }

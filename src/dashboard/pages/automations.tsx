@@ -6,7 +6,7 @@ import { AutomationStatus } from '../../states';
 import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, dayLabel, dayOf, percent, share } from '../format';
 import { Layout, PostButton } from '../layout';
-import { sendPage, type PageContext } from '../respond';
+import { page, sendPage, type DashboardKit, type PageContext } from '../respond';
 
 /** Automations and each email of a sequence with its counters (GET /automations, /reports/automation). */
 type Automation = Awaited<ReturnType<typeof listAutomations>>['rows'][number] & { automation_schedule_count?: number };
@@ -19,7 +19,7 @@ function PauseResume({ a, csrf }: { a: Pick<Automation, 'utr' | 'status' | 'auto
   return <span class="muted">not live yet</span>;
 }
 
-export async function automationsPage(_req: Request, res: Response, p: PageContext): Promise<void> {
+async function automationsPage(_req: Request, res: Response, p: PageContext): Promise<void> {
   const { rows } = await listAutomations(p.ctx);
   sendPage(
     res,
@@ -48,7 +48,7 @@ export async function automationsPage(_req: Request, res: Response, p: PageConte
   );
 }
 
-export async function automationPage(req: Request, res: Response, p: PageContext): Promise<void> {
+async function automationPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
   const a = await getAutomation(p.ctx, utr);
   const [stats, { emails }] = await Promise.all([ownerStats(p.ctx, 'automation', utr), automationEmails(p.ctx, utr)]);
@@ -126,11 +126,19 @@ function byDay(timeline: OwnerStats['automation']['timeline'], tz: string): Arra
 }
 
 /** Pause (live → paused) or resume (paused → live): the API's own rules and events. */
-export function setAutomationState(action: 'pause' | 'resume') {
+function setAutomationState(action: 'pause' | 'resume') {
   return async (req: Request, res: Response, p: PageContext): Promise<void> => {
     const utr = String(req.params.utr);
     if (action === 'pause') await pause(p.ctx, utr);
     else await setLive(p.ctx, utr);
     res.redirect(303, `/app/automations/${utr}`);
   };
+}
+
+/** The automations' pages (src/dashboard/index.tsx mounts each area). */
+export function mountAutomationPages({ router: r, signedIn, requireCsrf, form }: DashboardKit): void {
+  r.get('/automations', signedIn, page(automationsPage, 'automations'));
+  r.get('/automations/:utr', signedIn, page(automationPage, 'automations'));
+  r.post('/automations/:utr/pause', form, signedIn, requireCsrf, page(setAutomationState('pause'), 'automations'));
+  r.post('/automations/:utr/resume', form, signedIn, requireCsrf, page(setAutomationState('resume'), 'automations'));
 }

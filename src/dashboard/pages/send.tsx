@@ -141,7 +141,7 @@ function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: 
 
 export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string> }) {
   return (
-    <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="overview" charts>
+    <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="sends" charts>
       <h1>{send.single_send_name}</h1>
       <p class="muted">
         <span class="subject">{send.subject}</span> · {STATUS[send.status] ?? String(send.status)}
@@ -259,7 +259,7 @@ export async function keptReportPage(req: Request, res: Response, p: PageContext
   sendPage(
     res,
     200,
-    <MessagePage title="The report as received" csrf={p.session.csrf} active="overview">
+    <MessagePage title="The report as received" csrf={p.session.csrf} active="sends">
       <p>
         <a href={`/app/sends/${utr}#problems`}>Back to the send’s report</a>
       </p>
