@@ -80,13 +80,14 @@ export const SendStatus = { Draft: 0, Ready: 1, Running: 2, Completed: 3 } as co
 export type SendStatus = ValueOf<typeof SendStatus>;
 
 /**
- * Created ready, or as a draft copy. An update makes a draft or a ready send ready (again);
- * the worker starts a ready send at its time and completes it once every recipient row has an
- * outcome. Deleting is a soft delete and leaves the status as it was.
+ * Created ready, or as a draft (draft=1, or a copy). An update or a schedule makes a draft or a
+ * ready send ready (again); unscheduling (or saving with draft=1) takes a ready send that has not
+ * started back to a draft; the worker starts a ready send at its time and completes it once every
+ * recipient row has an outcome. Deleting is a soft delete and leaves the status as it was.
  */
 export const sendStatus = machine('single send status', SendStatus, {
   initial: ['Ready', 'Draft'],
-  moves: { Draft: ['Ready'], Ready: ['Ready', 'Running'], Running: ['Completed'], Completed: [] },
+  moves: { Draft: ['Draft', 'Ready'], Ready: ['Draft', 'Ready', 'Running'], Running: ['Completed'], Completed: [] },
 });
 
 // ── automations.status ──────────────────────────────────────────────────────────────────────
