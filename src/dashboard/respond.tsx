@@ -14,10 +14,11 @@ import type { Session } from './session';
  */
 export const PAGE_HEADERS = pageHeaders();
 
-export function sendPage(res: Response, status: number, page: VNode): void {
+/** `headers`: a page that frames previews passes FRAMING_PAGE_HEADERS (preview-frame.ts). */
+export function sendPage(res: Response, status: number, page: VNode, headers: Record<string, string> = PAGE_HEADERS): void {
   res
     .status(status)
-    .set({ ...PAGE_HEADERS, 'Content-Type': 'text/html; charset=utf-8' })
+    .set({ ...headers, 'Content-Type': 'text/html; charset=utf-8' })
     .send(`<!doctype html>${renderToString(page)}`);
 }
 

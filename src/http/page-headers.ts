@@ -15,12 +15,15 @@ const STRICT_CSP = {
   'base-uri': "'none'",
 };
 
-export type CspDirective = keyof typeof STRICT_CSP;
+/** Directives the strict policy leaves to `default-src 'none'`, which a page may open (frames of its own previews). */
+type ExtraDirective = 'frame-src';
+export type CspDirective = keyof typeof STRICT_CSP | ExtraDirective;
 
 /** The strict policy, with `widen`'s sources added to their directives (say why at the caller). */
 export function pageHeaders(widen: Partial<Record<CspDirective, string>> = {}): Record<string, string> {
-  const csp = Object.entries(STRICT_CSP)
-    .map(([directive, sources]) => `${directive} ${sources}${widen[directive as CspDirective] ? ` ${widen[directive as CspDirective]}` : ''}`)
+  const extra = (Object.keys(widen) as CspDirective[]).filter((d) => !(d in STRICT_CSP)).map((d) => [d, "" as string] as const);
+  const csp = [...Object.entries(STRICT_CSP), ...extra]
+    .map(([directive, sources]) => `${directive} ${[sources, widen[directive as CspDirective]].filter(Boolean).join(' ')}`)
     .join('; ');
   return {
     'Content-Security-Policy': csp,

@@ -67,3 +67,21 @@ export function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+
+/**
+ * Keeps a browser context on loopback: a request to any other host (an email's remote image in a
+ * preview, a link followed) is aborted before it leaves the machine. Returns the URLs it stopped.
+ */
+export async function loopbackOnly(context: import('playwright-core').BrowserContext): Promise<string[]> {
+  const stopped: string[] = [];
+  await context.route(
+    (url) => !(url.protocol === 'data:' || url.protocol === 'about:' || url.protocol === 'blob:' || LOOPBACK_HOSTS.has(url.hostname) || url.hostname.startsWith('127.')),
+    (route) => {
+      stopped.push(route.request().url());
+      void route.abort('blockedbyclient');
+    },
+  );
+  return stopped;
+}
