@@ -8,7 +8,7 @@ import { badRequest } from './errors';
  *   ConvertEmptyStringsToNull (the spec's messages come from Laravel), except long design
  *   fields, which are kept byte for byte.
  */
-const VERBATIM = new Set(['template_html', 'template_json', 'html_code', 'json_code']);
+const VERBATIM = new Set(['template_html', 'template_json', 'html_code', 'json_code', 'source']);
 /** Objects keyed by name (custom field values): never folded into arrays, even for `123`. */
 const MAPS = new Set(['custom_field']);
 /**
