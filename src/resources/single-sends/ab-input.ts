@@ -5,7 +5,7 @@ import type { Ctx } from '../../context';
 import type { FieldErrors } from '../../http/errors';
 import { senderAddress } from '../../mail/sender-address';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
-import { RECIPIENT_REF, type SingleSendInput } from './single-sends.schemas';
+import { RECIPIENT_REF, type SingleSendSaveInput } from './single-sends.schemas';
 
 /**
  * The rules of a send's A/B fields that lie between fields or in the database (their shapes and
@@ -28,9 +28,16 @@ const ALLOWED: Record<AbType, ReadonlyArray<(typeof VARIATION_FIELDS)[number]>> 
 
 const attribute = (key: string) => key.replace(/_/g, ' ');
 
-type Variation = NonNullable<SingleSendInput['ab_variations']>[number];
+type Variation = NonNullable<SingleSendSaveInput['ab_variations']>[number];
 
-export async function resolveAbInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendInput, errors: FieldErrors): Promise<AbPlan | undefined> {
+/** `draft`: a draft's audience is not counted yet (it is when the draft is scheduled). */
+export async function resolveAbInput(
+  ctx: Ctx,
+  trx: Knex.Transaction,
+  input: SingleSendSaveInput,
+  errors: FieldErrors,
+  opts: { draft?: boolean } = {},
+): Promise<AbPlan | undefined> {
   const type = input.ab_test_type;
   if (!type) {
     const present = AB_FIELDS.find((f) => input[f] !== undefined);
@@ -48,7 +55,7 @@ export async function resolveAbInput(ctx: Ctx, trx: Knex.Transaction, input: Sin
     if (resolved) variations.push(resolved);
   }
   if (variations.length !== given.length) return undefined;
-  await checkAudience(ctx, trx, input, variations.length + 1, errors);
+  if (!opts.draft) await checkAudience(ctx, trx, input.recipient_id ?? [], variations.length + 1, errors);
   return {
     settings: {
       type,
@@ -114,9 +121,9 @@ async function resolveVariation(ctx: Ctx, trx: Knex.Transaction, type: AbType, v
  * and duplicate addresses, counted only up to the number needed. The exact audience is known
  * when the send starts; one that has shrunk below this by then is all of it the test group.
  */
-async function checkAudience(ctx: Ctx, trx: Knex.Transaction, input: SingleSendInput, variations: number, errors: FieldErrors): Promise<void> {
+async function checkAudience(ctx: Ctx, trx: Knex.Transaction, recipientIds: string[], variations: number, errors: FieldErrors): Promise<void> {
   if (Object.keys(errors).some((k) => k.startsWith('recipient_id'))) return;
-  const refs = input.recipient_id.map((v) => RECIPIENT_REF.exec(v)).filter((m) => m !== null);
+  const refs = recipientIds.map((v) => RECIPIENT_REF.exec(v)).filter((m) => m !== null);
   const ids = (table: string) => refs.filter((m) => m[1] === table).map((m) => Number(m[2]));
   const { rows } = await trx.raw(
     `SELECT count(*)::int AS n FROM (

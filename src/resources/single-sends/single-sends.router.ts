@@ -4,7 +4,7 @@ import { notFound2 } from '../../http/errors';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
-import { abWinnerBody, singleSendBody, singleSendResponse } from './single-sends.schemas';
+import { abWinnerBody, scheduleBody, singleSendResponse, singleSendSaveBody } from './single-sends.schemas';
 import * as service from './single-sends.service';
 
 const tag = 'Single sends';
@@ -26,8 +26,11 @@ export const singleSendRoutes: RouteDef[] = [
     method: 'post',
     path: '/single/send/create',
     tag,
-    summary: 'Create a single send; it is ready (status 1) and goes out now or at its scheduled time',
-    body: singleSendBody,
+    summary: 'Create a single send; it is ready (status 1) and goes out now or at its scheduled time, or a draft (status 0) with draft=1',
+    description:
+      'Without `draft`, every field the spec marks required is required. With `draft=1` (Herald extension) only `single_send_name` is; ' +
+      'every other field given is checked as usual, and nothing is sent until POST /single/send/schedule.',
+    body: singleSendSaveBody,
     bodyLimit: 'design',
     response: utrMessage,
     failures: ['AUTH', 'VAL'],
@@ -61,13 +64,40 @@ export const singleSendRoutes: RouteDef[] = [
     method: 'post',
     path: '/single/send/update',
     tag,
-    summary: 'Replace a single send’s fields (refused once sending has started); it becomes ready',
+    summary: 'Replace a single send’s fields (refused once sending has started); it becomes ready, or a draft with draft=1',
+    description:
+      'With `draft=1` (Herald extension) the send is saved as a draft (status 0): a draft stays one, a ready send that has not started ' +
+      'goes back to one, and only `single_send_name` is required. Without it the send becomes ready, as the spec’s update does.',
     id: { ...utrId, requiredMessage: true },
-    body: singleSendBody,
+    body: singleSendSaveBody,
     bodyLimit: 'design',
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2', 'REFUSED'],
     handle: async ({ ctx, utr, body }) => ok({ utr: await service.updateSingleSend(ctx, utr, body) }),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/schedule',
+    tag,
+    summary: 'Herald extension: schedule a draft — every check of create runs on the stored send, then it is ready (status 1)',
+    description:
+      'A ready send that has not started may be scheduled again (`send_at` moves it). `send_at` (UTC, in the future) replaces the ' +
+      'send’s schedule; without it the send’s own schedule holds (schedule_type 0: now). A send that has started answers VAL.',
+    id: { ...utrId, requiredMessage: true },
+    body: scheduleBody,
+    response: utrMessage,
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr, body }) => ok({ utr: await service.scheduleSingleSend(ctx, utr, body.send_at) }),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/unschedule',
+    tag,
+    summary: 'Herald extension: a ready send that has not started goes back to a draft (status 0); anything else answers VAL',
+    id: { ...utrId, requiredMessage: true },
+    response: utrMessage,
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr }) => ok({ utr: await service.unscheduleSingleSend(ctx, utr) }),
   }),
   route({
     method: 'post',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decimal, flag, id, integer, longText, optionalList, list, text, optionalText } from '../../http/fields';
+import { decimal, email, flag, id, integer, longText, optionalList, list, text, optionalText } from '../../http/fields';
 import { AB_CRITERIA, AB_IF_INCONCLUSIVE, AB_TYPES } from '../../ab/settings';
 import { ScheduleType, SendStatus } from '../../states';
 import { datetime, intId, oneOf, timestamp } from '../shared/schemas';
@@ -55,14 +55,70 @@ export const singleSendBody = z.object({
 });
 export type SingleSendInput = z.infer<typeof singleSendBody>;
 
+/** The fields a send needs before it can be scheduled; a draft may lack any of them. */
+const NEEDED_TO_SEND = ['template_id', 'sender_id', 'unsubscribe_group_id', 'subject', 'preheader', 'recipient_id', 'schedule_type'] as const;
+
+/**
+ * POST /single/send/create and /update: the spec's fields, and `draft`. Without `draft=1` every
+ * field the spec requires is required (singleSendBody's rules, in the same words); with it only
+ * the name is, and every other field that is given is checked as always. Missing fields are
+ * reported together with the other fields' errors (the check runs whatever else failed).
+ */
+export const singleSendSaveBody = singleSendBody
+  .partial(Object.fromEntries(NEEDED_TO_SEND.map((f) => [f, true])) as { [K in (typeof NEEDED_TO_SEND)[number]]: true })
+  .extend({
+    draft: flag()
+      .optional()
+      .meta({ description: 'Herald extension: 1 saves the send as a draft (status 0) that needs only its name; it is sent once scheduled (POST /single/send/schedule)' }),
+  })
+  .superRefine(
+    (v, ctx) => {
+      if (v.draft === 1) return;
+      for (const field of NEEDED_TO_SEND) {
+        if (v[field] === undefined && !ctx.issues.some((i) => i.path?.[0] === field)) {
+          ctx.addIssue({ code: 'custom', path: [field], input: undefined, message: `The ${field.replace(/_/g, ' ')} field is required.` });
+        }
+      }
+    },
+    { when: () => true },
+  );
+export type SingleSendSaveInput = z.output<typeof singleSendSaveBody>;
+
+/** POST /single/send/schedule: when it goes out (absent: the send's own schedule). */
+export const scheduleBody = z.object({
+  send_at: optionalText(19).meta({ description: 'YYYY-MM-DD HH:MM[:SS] (UTC), in the future; replaces the send’s schedule_type/date/time' }),
+});
+
+/** GET /single/send/preview: as which contact (absent: sample values). */
+export const previewQuery = z.object({
+  contact_id: id().optional().meta({ description: 'a contact of the account whose values fill the placeholders; absent: sample values' }),
+});
+
+const renderedContent = { subject: z.string(), html: z.string(), text: z.string() };
+
+/** A preview: what the contact gets; an A/B send's variations each, A first (A's also at the top). */
+export const previewResponse = z.object({
+  ...renderedContent,
+  variations: z
+    .array(z.object({ variation: z.string().meta({ description: 'A … F' }), ...renderedContent }))
+    .optional()
+    .meta({ description: 'A/B sends only: every variation’s message, A (the send’s own) first' }),
+});
+
+/** POST /single/send/test: 1–10 addresses, and optionally the contact whose values fill the placeholders. */
+export const testSendBody = z.object({
+  emails: list(email(), 10).meta({ description: 'emails[0] … emails[9]: where the test copies go (one of each variation to each)' }),
+  contact_id: id().optional().meta({ description: 'a contact of the account whose values fill the placeholders; absent: sample values' }),
+});
+
 const recipientRef = z.strictObject({ id: z.string(), table: z.string() });
 
 export const singleSendRecord = z.strictObject({
   id: intId(),
   user_id: intId(),
-  template_id: intId(),
-  sender_id: intId(),
-  unsubscribe_group_id: intId(),
+  template_id: intId().nullable().meta({ description: 'null only on a draft that has none yet' }),
+  sender_id: intId().nullable().meta({ description: 'null only on a draft that has none yet' }),
+  unsubscribe_group_id: intId().nullable().meta({ description: 'null only on a draft that has none yet' }),
   recipient_id: z.array(recipientRef),
   exclude_specific_recipient_id: z.array(recipientRef),
   single_send_name: z.string(),

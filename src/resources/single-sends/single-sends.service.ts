@@ -10,8 +10,9 @@ import { listRows, type Paging } from '../../http/pagination';
 import { recipientToken } from '../../recipient-token';
 import { DeliveryStatus, deliveryStatus, ScheduleType, SendStatus, sendStatus } from '../../states';
 import { lockKeysWith, scoped } from '../shared/crud';
-import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
-import { RECIPIENT_REF, singleSendRecord, type SingleSendInput } from './single-sends.schemas';
+import { findSender, findVerifiedSender, senderIdMessages } from '../senders/senders.service';
+import { validate } from '../../http/validate';
+import { RECIPIENT_REF, singleSendBody, singleSendRecord, type SingleSendInput, type SingleSendSaveInput } from './single-sends.schemas';
 import { checkDesignSource } from '../shared/design-rules';
 import { abSettingsFields, copyAbTest, readAbPlans, saveAbTest } from '../../ab/store';
 import { resolveAbInput } from './ab-input';
@@ -149,8 +150,8 @@ async function checkRefsExist(ctx: Ctx, db: Knex, refs: AudienceRef[], values: s
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME = /^(\d{2}):(\d{2})(?::(\d{2}))?$/;
 
-/** ScheduleType.At: a real date and time (UTC) in the future; returns the instant. */
-function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: string | null; time: string | null; due: Date } {
+/** ScheduleType.At: a real date and time (UTC), in the future unless `future` is false (a draft's); returns the instant. */
+function checkSchedule(input: SingleSendSaveInput, errors: FieldErrors, future = true): { date: string | null; time: string | null; due: Date } {
   if (input.schedule_type !== ScheduleType.At) return { date: null, time: null, due: new Date() };
   if (!input.schedule_date) errors.schedule_date = ['The schedule date field is required when schedule type is 1.'];
   if (!input.schedule_time) errors.schedule_time = ['The schedule time field is required when schedule type is 1.'];
@@ -164,7 +165,7 @@ function checkSchedule(input: SingleSendInput, errors: FieldErrors): { date: str
   const due = new Date(Date.UTC(y, mo - 1, da, h, mi, s));
   if (due.getUTCMonth() !== mo - 1 || due.getUTCDate() !== da || h > 23 || mi > 59 || s > 59) {
     errors.schedule_date = ['The schedule date is not a valid date.'];
-  } else if (due.getTime() <= Date.now()) {
+  } else if (future && due.getTime() <= Date.now()) {
     errors.schedule_date = ['The schedule date must be a date after now.'];
   }
   const time = `${t[1]}:${t[2]}:${t[3] ?? '00'}`;
@@ -215,12 +216,65 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
   return { columns: { ...columns, due_at: schedule.due }, ab };
 }
 
-/** Create → ready: the worker starts it at its time. */
-export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promise<string> {
+/**
+ * A draft's fields (draft=1): only the name is required (the schema's rule). Every field given is
+ * checked as create checks it, except what only matters once it is sent — that the audience
+ * exists and is large enough for its A/B test, that the sender is verified, that the scheduled
+ * time is still ahead: scheduling checks all of it (scheduleSingleSend). A reference that is given
+ * must name a record of the account (the table's foreign keys would refuse it otherwise).
+ */
+async function resolveDraft(ctx: Ctx, trx: Knex.Transaction, input: SingleSendSaveInput) {
+  const errors: FieldErrors = {};
+  checkDesignSource(input, errors);
+  const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
+  const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
+  const schedule = checkSchedule(input, errors, false);
+  if (input.template_id !== undefined && !(await trx('templates').where({ id: input.template_id }).first('id'))) {
+    errors.template_id = ['The selected template id is invalid.'];
+  }
+  const sender = input.sender_id === undefined ? undefined : await findSender({ ...ctx, db: trx }, input.sender_id).catch(() => null);
+  if (sender === null) errors.sender_id = [senderIdMessages.missing];
+  if (input.unsubscribe_group_id !== undefined && !(await scoped(ctx, 'unsubscribe_groups', trx).where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id'))) {
+    errors.unsubscribe_group_id = ['The selected unsubscribe group id is invalid.'];
+  }
+  const ab = await resolveAbInput(ctx, trx, input, errors, { draft: true });
+  if (Object.keys(errors).length) throw invalid(errors);
+  const columns = {
+    template_id: input.template_id ?? null,
+    sender_id: input.sender_id ?? null,
+    unsubscribe_group_id: input.unsubscribe_group_id ?? null,
+    recipient_id: JSON.stringify(recipients),
+    exclude_specific_recipient_id: JSON.stringify(excluded),
+    single_send_name: input.single_send_name,
+    subject: input.subject ?? '',
+    preheader: input.preheader ?? '',
+    from_sender: sender?.from_email ?? '',
+    reply_to: sender?.reply_to_email ?? '',
+    sender_name: sender?.from_name ?? null,
+    sender_address: sender ? await senderAddress(trx, sender) : null,
+    schedule_type: input.schedule_type ?? ScheduleType.Now,
+    schedule_date: schedule.date,
+    schedule_time: schedule.time,
+    template_json: input.template_json ?? null,
+    template_html: input.template_html ?? null,
+  } satisfies SettableColumns;
+  // A draft is never due: scheduling sets its time.
+  return { columns: { ...columns, due_at: null }, ab };
+}
+
+/** What create and update save: a draft's fields (draft=1), or everything a send needs. */
+async function resolveSave(ctx: Ctx, trx: Knex.Transaction, input: SingleSendSaveInput) {
+  if (input.draft === 1) return { ...(await resolveDraft(ctx, trx, input)), status: SendStatus.Draft };
+  // Without draft=1 the schema required every field a send needs (singleSendSaveBody).
+  return { ...(await resolveInput(ctx, trx, input as SingleSendInput)), status: SendStatus.Ready };
+}
+
+/** Create → ready (the worker starts it at its time), or a draft with draft=1. */
+export async function createSingleSend(ctx: Ctx, input: SingleSendSaveInput): Promise<string> {
   const utr = newUtr();
   const due = await ctx.db.transaction(async (trx) => {
-    const { columns, ab } = await resolveInput(ctx, trx, input);
-    const id = await insertSend(trx, { user_id: ctx.userId, utr, status: SendStatus.Ready, ...columns });
+    const { columns, ab, status } = await resolveSave(ctx, trx, input);
+    const id = await insertSend(trx, { user_id: ctx.userId, utr, status, ...columns });
     await saveAbTest(trx, ctx.userId, id, ab);
     return columns.due_at;
   });
@@ -229,18 +283,21 @@ export async function createSingleSend(ctx: Ctx, input: SingleSendInput): Promis
 }
 
 /** A send due now is started by a woken worker, not at its next poll (src/jobs/wake.ts). */
-async function wakeIfDue(ctx: Ctx, due: Date): Promise<void> {
-  if (due.getTime() <= Date.now()) await wakeWorkers(ctx.db, 'housekeeping');
+async function wakeIfDue(ctx: Ctx, due: Date | null): Promise<void> {
+  if (due && due.getTime() <= Date.now()) await wakeWorkers(ctx.db, 'housekeeping');
 }
 
-/** Update → ready (again; a draft copy becomes ready); refused once sending has started. */
-export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendInput): Promise<string> {
+/**
+ * Update → ready (again; a draft becomes ready), or → a draft with draft=1 (a draft stays one; a
+ * ready send that has not started goes back to one); refused once sending has started.
+ */
+export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendSaveInput): Promise<string> {
   await findByUtr(ctx, utr);
   const due = await ctx.db.transaction(async (trx) => {
     const row = await findByUtr(ctx, utr, trx, true);
-    const { columns, ab } = await resolveInput(ctx, trx, input);
-    if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw refused(NOT_UPDATABLE);
-    await updateSend(trx, ctx.userId, row.id, { ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
+    const { columns, ab, status } = await resolveSave(ctx, trx, input);
+    if (!sendStatus.canMove(row.status, status)) throw refused(NOT_UPDATABLE);
+    await updateSend(trx, ctx.userId, row.id, { ...columns, status, updated_at: trx.fn.now() });
     // A full replacement, as the spec's updates are: without A/B fields the send is an ordinary one again.
     await saveAbTest(trx, ctx.userId, row.id, ab);
     return columns.due_at;
@@ -249,7 +306,94 @@ export async function updateSingleSend(ctx: Ctx, utr: string, input: SingleSendI
   return utr.toLowerCase();
 }
 
-/** A draft copy (nothing sends it until it is updated) with zeroed statistics. */
+/**
+ * The stored send as create's input (the spec's fields, its A/B settings), for the checks of
+ * scheduling; `send_at` replaces its schedule. Empty texts and missing references are absent.
+ */
+function inputOfRow(row: SingleSendRow, ab: Record<string, unknown>, sendAt: { date: string; time: string } | undefined): Record<string, unknown> {
+  const refs = (list: SingleSendRow['recipient_id']) => (list.length ? list.map((r) => `${r.table}${r.id}`) : undefined);
+  const given = (v: unknown) => (v === null || v === '' ? undefined : v);
+  return {
+    template_id: given(row.template_id),
+    template_json: given(row.template_json),
+    template_html: given(row.template_html),
+    sender_id: given(row.sender_id),
+    unsubscribe_group_id: given(row.unsubscribe_group_id),
+    single_send_name: row.single_send_name,
+    subject: given(row.subject),
+    preheader: given(row.preheader),
+    recipient_id: refs(row.recipient_id),
+    exclude_specific_recipient_id: refs(row.exclude_specific_recipient_id),
+    ...(sendAt
+      ? { schedule_type: ScheduleType.At, schedule_date: sendAt.date, schedule_time: sendAt.time }
+      : { schedule_type: row.schedule_type, schedule_date: given(row.schedule_date), schedule_time: given(row.schedule_time) }),
+    ...ab,
+    ...(Array.isArray(ab.ab_variations)
+      ? { ab_variations: ab.ab_variations.map((v: Record<string, unknown>) => Object.fromEntries(Object.entries(v).filter(([, x]) => given(x) !== undefined))) }
+      : {}),
+  };
+}
+
+const SEND_AT = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2})?)$/;
+
+/**
+ * POST /single/send/schedule: a draft (or a ready send not yet started, rescheduled) → ready, once
+ * the stored send passes every check create makes — the same rules, in the same words, so a
+ * draft that lacks its subject answers `The subject field is required.`. `sendAt` (`YYYY-MM-DD
+ * HH:MM[:SS]`, UTC, in the future) replaces its schedule; without it the send's own schedule holds
+ * (schedule_type 0: now). A send that has started answers VAL.
+ */
+export async function scheduleSingleSend(ctx: Ctx, utr: string, sendAt?: string): Promise<string> {
+  await findByUtr(ctx, utr);
+  let at: { date: string; time: string } | undefined;
+  if (sendAt !== undefined) {
+    const m = SEND_AT.exec(sendAt);
+    if (!m) throw invalid({ send_at: ['The send at does not match the format Y-m-d H:i:s.'] });
+    at = { date: m[1], time: m[2] };
+  }
+  const due = await ctx.db.transaction(async (trx) => {
+    const row = await findByUtr(ctx, utr, trx, true);
+    if (!sendStatus.canMove(row.status, SendStatus.Ready)) throw invalid({ utr: ['The single send has already started sending and can not be scheduled again.'] });
+    const plan = (await readAbPlans(trx, ctx.userId, [row.id])).get(row.id);
+    const raw = inputOfRow(row, plan ? abSettingsFields(plan) : {}, at);
+    let resolved;
+    try {
+      resolved = await resolveInput(ctx, trx, validate(singleSendBody, raw));
+    } catch (err) {
+      // send_at stands for the schedule's three fields: its errors are send_at's.
+      const errors = (err as { errors?: unknown }).errors;
+      if (at && errors && typeof errors === 'object') {
+        const e = errors as FieldErrors;
+        const timing = [...(e.schedule_date ?? []), ...(e.schedule_time ?? [])].map((m) => m.replace(/schedule (date|time)/, 'send at'));
+        delete e.schedule_date;
+        delete e.schedule_time;
+        if (timing.length) e.send_at = [...new Set(timing)];
+      }
+      throw err;
+    }
+    const { columns, ab } = resolved;
+    await updateSend(trx, ctx.userId, row.id, { ...columns, status: SendStatus.Ready, updated_at: trx.fn.now() });
+    await saveAbTest(trx, ctx.userId, row.id, ab);
+    return columns.due_at;
+  });
+  await wakeIfDue(ctx, due);
+  return utr.toLowerCase();
+}
+
+/** POST /single/send/unschedule: a ready send that has not started → a draft again (kept as it is, never due); anything else answers VAL. */
+export async function unscheduleSingleSend(ctx: Ctx, utr: string): Promise<string> {
+  await findByUtr(ctx, utr);
+  await ctx.db.transaction(async (trx) => {
+    // Locked: the worker's claim of due sends skips a locked send, and sees the draft once this commits.
+    const row = await findByUtr(ctx, utr, trx, true);
+    if (row.status === SendStatus.Draft) throw invalid({ utr: ['The single send is not scheduled.'] });
+    if (!sendStatus.canMove(row.status, SendStatus.Draft)) throw invalid({ utr: ['The single send has already started sending and can not be unscheduled.'] });
+    await updateSend(trx, ctx.userId, row.id, { status: SendStatus.Draft, due_at: null, updated_at: trx.fn.now() });
+  });
+  return utr.toLowerCase();
+}
+
+/** A draft copy (nothing sends it until it is scheduled or updated) with zeroed statistics. */
 export async function duplicateSingleSend(ctx: Ctx, utr: string): Promise<string> {
   const row = await findByUtr(ctx, utr);
   const copy = newUtr();
