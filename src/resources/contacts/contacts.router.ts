@@ -8,11 +8,12 @@ import { route, type RouteDef } from '../../http/routes';
 import { streamList } from '../../http/stream';
 import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
-import { addContactBody, contactDetailRecord, contactListRecord, importRecord } from './contacts.schemas';
+import { addContactBody, contactDetailRecord, contactListRecord, contactSearchQuery, importRecord } from './contacts.schemas';
 import * as service from './contacts.service';
 import { sampleCsv } from './csv-sample';
 import { importContactsCsv } from './csv-import.service';
 import { listImports } from './import-history.service';
+import { SEARCH_DEFAULT_PAGING, searchContacts } from './search.service';
 
 const tag = 'Contacts';
 
@@ -30,6 +31,22 @@ export const contactRoutes: RouteDef[] = [
       await streamList(res, 'contacts', await service.contactBatches(ctx));
       return ok(null);
     },
+  }),
+  route({
+    method: 'get',
+    path: '/contacts/search',
+    tag,
+    summary: 'Herald extension: the account’s contacts whose address, first name or last name contains q (newest first, one page)',
+    description:
+      'Case-insensitive; `q` of 3 characters or more is answered from a trigram index, a shorter one reads the ' +
+      'account’s contacts (slower on large accounts). Always one page: `?page=&per_page=` as the lists take them, ' +
+      'by default the first 50. `contact_type_id` limits it to one contact type (another account’s: not found).',
+    query: contactSearchQuery,
+    list: true,
+    response: z.object({ contacts: z.array(contactListRecord), pagination }),
+    failures: ['AUTH', 'VAL', 'NF1'],
+    handle: async ({ ctx, query, paging }) =>
+      ok(listPayload('contacts', await searchContacts(ctx, { q: query.q, contactTypeId: query.contact_type_id }, paging ?? SEARCH_DEFAULT_PAGING))),
   }),
   route({
     method: 'post',

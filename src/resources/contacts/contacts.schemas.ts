@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { email, id, optionalEmail, optionalText } from '../../http/fields';
+import { email, id, MAX_INT, optionalEmail, optionalText, text, toNumber } from '../../http/fields';
 import { ImportStatus } from '../../states';
 import { intId, timestamp } from '../shared/schemas';
 
@@ -29,6 +29,32 @@ export const addContactBody = z.looseObject({
   custom_field: customValues,
 });
 export type AddContactInput = z.infer<typeof addContactBody>;
+
+/**
+ * An optional id of the record to read from (`?contact_type_id=`, `?segment_id=`). A value that
+ * cannot be an id (not a positive 32-bit integer) becomes 0, which names no record: the lookup
+ * then answers the route's not found, as an id parameter does (docs/decisions.md, "HTTP
+ * conventions": Ids).
+ */
+const lookupId = () =>
+  z.preprocess((raw) => {
+    const v = Array.isArray(raw) ? raw[0] : raw;
+    if (v === undefined) return undefined;
+    const n = toNumber(v);
+    return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= MAX_INT ? n : 0;
+  }, z.number().int().optional());
+
+export const contactSearchQuery = z.object({
+  q: text(255).meta({ description: 'part of an address, a first name or a last name (case-insensitive; at least 1 character)' }),
+  contact_type_id: lookupId().meta({ description: 'only this contact type’s contacts' }),
+});
+export type ContactSearchQuery = z.output<typeof contactSearchQuery>;
+
+export const contactExportQuery = z.object({
+  contact_type_id: lookupId().meta({ description: 'export this contact type’s contacts (or segment_id)' }),
+  segment_id: lookupId().meta({ description: 'export this segment’s members (or contact_type_id)' }),
+});
+export type ContactExportQuery = z.output<typeof contactExportQuery>;
 
 
 const customFieldValue = z.strictObject({ field_name: z.string(), field_value: z.string().nullable() });

@@ -10,7 +10,7 @@ import { bumpContactsVersion } from './contacts-version';
 import { checkCustomValue, customFieldsQuery, loadCustomFields, serializeCustomFields, type CustomField } from './custom-values';
 import { ADDRESS_COLUMNS } from '../../contacts/columns';
 
-interface ContactRow {
+export interface ContactRow {
   id: number;
   user_id: number;
   contact_type_id: number;
@@ -55,7 +55,7 @@ const COLUMNS = [
 const TYPE_COLUMNS = ['ct.name as ct_name', 'ct.deleted_at as ct_deleted_at', 'ct.created_at as ct_created_at', 'ct.updated_at as ct_updated_at'];
 
 /** The account's live contacts with their country (and, for the list, their contact type). */
-function liveContacts(ctx: Ctx, withType: boolean): Knex.QueryBuilder {
+export function liveContacts(ctx: Ctx, withType: boolean): Knex.QueryBuilder {
   const q = ctx
     .db('contacts as c')
     .leftJoin('countries as co', 'co.id', 'c.country_id')
@@ -91,7 +91,7 @@ function base(row: ContactRow, fields: CustomField[], country: string) {
 }
 
 /** List shape: `country` is the name, plus the `contact_type` object. */
-function listRecord(row: ContactRow, fields: CustomField[]) {
+export function listRecord(row: ContactRow, fields: CustomField[]) {
   return {
     ...base(row, fields, row.country_name ?? ''),
     contact_type: {
