@@ -50,6 +50,8 @@ export type ContactFields = Readonly<Partial<Record<ReservedName, unknown>>>;
 
 export interface RecipientData {
   email: string;
+  /** The To address when the message goes elsewhere than `email` (a test copy); `email` still fills ((email)). */
+  to?: string;
   token: string;
   /** Reserved field values by name; nothing else of the object is read. */
   fields: ContactFields;
@@ -276,7 +278,7 @@ export function compileDesign(src: DesignSource): CompiledDesign {
       const list = `<${values.unsubscribe()}>`;
       const { head, body } = write(
         {
-          to: { email: r.email },
+          to: { email: r.to ?? r.email },
           subject: renderedSubject,
           messageId,
           headers: espHeaders ? { 'List-Unsubscribe': list, ...espHeaders(r.token) } : { 'List-Unsubscribe': list },
