@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { isUtr } from '../http/fields';
 import type { Deps } from '../context';
 import { pageErrors, sendPage } from './page';
+import { joinTemplate, TEMPLATE_HTML } from '../sources/template-html';
 
 /**
  * GET /design/<automation email utr> (`design_url`): the email's HTML as designed, served
@@ -13,13 +14,12 @@ export function mountDesignView(app: Express, deps: Deps): void {
     pageErrors(async (req, res) => {
       const utr = String(req.params.utr);
       const row = isUtr(utr)
-        ? await deps.db('automation_schedules as s')
-            .join('templates as t', 't.id', 's.template_id')
+        ? await joinTemplate(deps.db('automation_schedules as s'), 's')
             .join('automations as a', (j) => j.on('a.id', 's.automation_id').andOn('a.user_id', 's.user_id'))
             .where('s.utr', utr.toLowerCase())
             .whereNull('s.deleted_at')
             .whereNull('a.deleted_at')
-            .first('s.template_html', 't.html_code')
+            .first('s.template_html', deps.db.raw(TEMPLATE_HTML))
         : undefined;
       if (!row) {
         sendPage(res, 404, 'Design not found', '<h1>Design not found</h1><p>This design does not exist or was removed.</p>');

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { SendStatus } from '../states';
+import { joinTemplate, TEMPLATE_HTML } from '../sources/template-html';
 
 /**
  * src/single-sends: the one owner of the `single_sends` table (a send's settings, state and
@@ -67,18 +68,27 @@ export async function latestSentSends<T>(db: Knex, userId: number, limit: number
 }
 
 /** A ready or running live send of the account that sends from sender `senderId`, itself or by one of its A/B variations. */
-export async function sendUsingSender(trx: Knex, userId: number, senderId: number): Promise<{ id: number } | undefined> {
+export function sendUsingSender(trx: Knex, userId: number, senderId: number): Promise<{ id: number } | undefined> {
+  return readySendUsing(trx, userId, 'sender_id', senderId);
+}
+
+/** A ready or running live send of the account whose design is template `templateId`, its own or one of its A/B variations'. */
+export function sendUsingDesign(trx: Knex, userId: number, templateId: number): Promise<{ id: number } | undefined> {
+  return readySendUsing(trx, userId, 'template_id', templateId);
+}
+
+async function readySendUsing(trx: Knex, userId: number, column: 'sender_id' | 'template_id', value: number): Promise<{ id: number } | undefined> {
   return (await trx('single_sends')
     .where('single_sends.user_id', userId)
     .where((q) =>
       q
-        .where('single_sends.sender_id', senderId)
+        .where(`single_sends.${column}`, value)
         .orWhereExists((v) =>
           v
             .from('single_send_variations as v')
             // The account as a value (Citus routes a correlated subquery by its own filter).
             .whereRaw('v.single_send_id = single_sends.id AND v.user_id = ?', [userId])
-            .where('v.sender_id', senderId),
+            .where(`v.${column}`, value),
         ),
     )
     .whereIn('single_sends.status', [SendStatus.Ready, SendStatus.Running])
@@ -88,10 +98,9 @@ export async function sendUsingSender(trx: Knex, userId: number, senderId: numbe
 
 /** What a send's messages are made of (its sender was copied onto it when it was saved), with its template's HTML. */
 export async function sendDesign(db: Knex, userId: number, id: number) {
-  return db('single_sends as s')
-    .join('templates as t', 't.id', 's.template_id')
+  return joinTemplate(db('single_sends as s'), 's')
     .where({ 's.id': id, 's.user_id': userId })
-    .first('s.user_id', 's.subject', 's.preheader', 's.template_html', 't.html_code', 's.from_sender', 's.reply_to', 's.sender_name', 's.sender_address');
+    .first('s.user_id', 's.subject', 's.preheader', 's.template_html', db.raw(TEMPLATE_HTML), 's.from_sender', 's.reply_to', 's.sender_name', 's.sender_address');
 }
 
 /** The variations of a send, in index order, with the field of the test's type (A's from the send). */

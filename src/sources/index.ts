@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { isUtr } from '../http/fields';
 import { senderAddress } from '../mail/sender-address';
 import { sendDesign } from '../single-sends/rows';
+import { joinTemplate, TEMPLATE_HTML } from './template-html';
 import { AbPhase } from '../states';
 import type { Counter } from '../statistics/counters';
 
@@ -326,7 +327,8 @@ export interface DesignParts {
 /** A single send: everything about its sender was copied onto the send when it was saved. */
 async function singleSendParts(db: Knex, userId: number, id: number): Promise<DesignParts | undefined> {
   const s = await sendDesign(db, userId, id);
-  if (!s) return undefined;
+  // A template_id that names no design (left-joined: templates or the account's designs).
+  if (!s || (s.template_html ?? s.html_code) === null) return undefined;
   return {
     userId: s.user_id,
     owner: { kind: 'single_send', id },
@@ -342,13 +344,12 @@ async function singleSendParts(db: Knex, userId: number, id: number): Promise<De
 
 /** An automation email: its own subject and design, its sender as it is now (no preheader). */
 async function automationEmailParts(db: Knex, userId: number, source: { automationId: number; scheduleId: number }): Promise<DesignParts | undefined> {
-  const s = await db('automation_schedules as s')
-    .join('templates as t', 't.id', 's.template_id')
+  const s = await joinTemplate(db('automation_schedules as s'), 's')
     .join('senders as snd', (j) => j.on('snd.id', 's.sender_id').andOn('snd.user_id', 's.user_id'))
     .where({ 's.id': source.scheduleId, 's.user_id': userId, 'snd.user_id': userId })
-    .first('s.user_id', 's.subject', 's.template_html', 't.html_code', 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
+    .first('s.user_id', 's.subject', 's.template_html', db.raw(TEMPLATE_HTML), 'snd.from_name', 'snd.from_email', 'snd.reply_to_email',
       'snd.company_address', 'snd.company_address2', 'snd.zip_code', 'snd.country_id', 'snd.state_id', 'snd.city_id');
-  if (!s) return undefined;
+  if (!s || (s.template_html ?? s.html_code) === null) return undefined;
   return {
     userId: s.user_id,
     owner: { kind: 'automation', id: source.automationId },
@@ -370,11 +371,10 @@ async function automationEmailParts(db: Knex, userId: number, source: { automati
  */
 async function variationParts(db: Knex, userId: number, source: { singleSendId: number; variationId: number }): Promise<DesignParts | undefined> {
   const send = await singleSendParts(db, userId, source.singleSendId);
-  const v = await db('single_send_variations as v')
+  const v = await joinTemplate(db('single_send_variations as v'), 'v')
     .join('ab_tests as t', (j) => j.on('t.single_send_id', 'v.single_send_id').andOn('t.user_id', 'v.user_id'))
-    .leftJoin('templates as tpl', 'tpl.id', 'v.template_id')
     .where({ 'v.id': source.variationId, 'v.single_send_id': source.singleSendId, 'v.user_id': userId, 't.user_id': userId })
-    .first('t.type', 'v.subject', 'v.template_html', 'v.template_id', 'tpl.html_code', 'v.from_sender', 'v.reply_to', 'v.sender_name', 'v.sender_address');
+    .first('t.type', 'v.subject', 'v.template_html', 'v.template_id', db.raw(TEMPLATE_HTML), 'v.from_sender', 'v.reply_to', 'v.sender_name', 'v.sender_address');
   if (!send || !v) return undefined;
   switch (v.type as 'subject' | 'design' | 'sender') {
     case 'subject':

@@ -5,7 +5,7 @@ import { AppError, invalid, notFound2, type FieldErrors } from '../../http/error
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { findAutomation } from './automations.service';
 import type { CreateScheduleInput } from './automations.schemas';
-import { checkDesignSource } from '../shared/design-rules';
+import { checkDesignSource, isUsableTemplate } from '../shared/design-rules';
 import { scoped } from '../shared/crud';
 
 const COLUMNS = [
@@ -53,7 +53,7 @@ export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Prom
     // Held FOR SHARE until commit: a concurrent delete of the sender waits, then sees this email.
     const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
     if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
-    const template = await trx('templates').where({ id: input.template_id }).first('id');
+    const template = await isUsableTemplate(ctx, trx, input.template_id);
     if (!template) errors.template_id = ['The selected template id is invalid.'];
     checkDesignSource(input, errors);
     if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {

@@ -6,6 +6,7 @@ import type { FieldErrors } from '../../http/errors';
 import { senderAddress } from '../../mail/sender-address';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { RECIPIENT_REF, type SingleSendSaveInput } from './single-sends.schemas';
+import { isUsableTemplate } from '../shared/design-rules';
 
 /**
  * The rules of a send's A/B fields that lie between fields or in the database (their shapes and
@@ -89,7 +90,7 @@ async function resolveVariation(ctx: Ctx, trx: Knex.Transaction, type: AbType, v
       if (v.template_html !== undefined && v.template_json !== undefined) {
         fail('template_html', `The ${attribute(`${key}.template_html`)} field is prohibited when ${attribute(`${key}.template_json`)} is present.`);
       }
-      const template = await trx('templates').where({ id: v.template_id }).first('id');
+      const template = await isUsableTemplate(ctx, trx, v.template_id!);
       if (!template) fail('template_id', `The selected ${attribute(`${key}.template_id`)} is invalid.`);
       return ok ? { templateId: v.template_id, templateHtml: v.template_html ?? null, templateJson: v.template_json ?? null } : undefined;
     }

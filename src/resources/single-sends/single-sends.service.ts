@@ -13,7 +13,7 @@ import { lockKeysWith, scoped } from '../shared/crud';
 import { findSender, findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { validate } from '../../http/validate';
 import { RECIPIENT_REF, singleSendBody, singleSendRecord, type SingleSendInput, type SingleSendSaveInput } from './single-sends.schemas';
-import { checkDesignSource } from '../shared/design-rules';
+import { checkDesignSource, isUsableTemplate } from '../shared/design-rules';
 import { abSettingsFields, copyAbTest, readAbPlans, saveAbTest } from '../../ab/store';
 import { resolveAbInput } from './ab-input';
 import { decideByHand, lockTest } from '../../ab/decision';
@@ -184,7 +184,7 @@ async function resolveInput(ctx: Ctx, trx: Knex.Transaction, input: SingleSendIn
   const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
   const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
   const schedule = checkSchedule(input, errors);
-  const template = await trx('templates').where({ id: input.template_id }).first('id');
+  const template = await isUsableTemplate(ctx, trx, input.template_id);
   const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
   const group = await scoped(ctx, 'unsubscribe_groups', trx).where({ id: input.unsubscribe_group_id }).whereNull('deleted_at').first('id');
   await checkRefsExist(ctx, trx, recipients, input.recipient_id, 'recipient_id', errors);

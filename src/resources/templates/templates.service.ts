@@ -3,6 +3,7 @@ import type { Ctx } from '../../context';
 import { notFound1 } from '../../http/errors';
 import type { TemplateRecord } from './templates.schemas';
 import { accountFields } from '../../contacts/fields';
+import { liveRows } from '../shared/crud';
 
 const TABLE = 'templates';
 const COLUMNS = ['id', 'template_name', 'preview_image', 'json_code', 'html_code', 'is_blank', 'created_at', 'updated_at'];
@@ -10,11 +11,27 @@ const COLUMNS = ['id', 'template_name', 'preview_image', 'json_code', 'html_code
 /** Placeholders every design may use besides the contact's fields (filled from the sender and the recipient's token). */
 export const SENDER_PLACEHOLDERS = ['sender_name', 'sender_address', 'unsubscribe_preferences'] as const;
 
-/** Designs are shared by every account (no user_id): Custom (id 1, blank) first. */
+/**
+ * The built-in designs, shared by every account (no user_id): Custom (id 1, blank) first; then
+ * the account's saved designs that are not deleted (src/resources/designs, ids from 1001), oldest
+ * first, as templates: `is_blank` 0 and no preview image (`preview_image` ''; none is rendered).
+ */
 export async function listTemplates(ctx: Ctx): Promise<TemplateRecord[]> {
-  const rows = (await ctx.db(TABLE).select(COLUMNS).orderBy('id', 'asc')) as TemplateRecord[];
-  if (rows.length === 0) throw notFound1();
-  return rows;
+  const builtIn = (await ctx.db(TABLE).select(COLUMNS).orderBy('id', 'asc')) as TemplateRecord[];
+  if (builtIn.length === 0) throw notFound1();
+  const saved = (await liveRows(ctx, 'designs')
+    .orderBy('designs.id', 'asc')
+    .select(
+      'designs.id',
+      'designs.template_name',
+      ctx.db.raw(`'' AS preview_image`),
+      'designs.json_code',
+      'designs.html_code',
+      ctx.db.raw('0::smallint AS is_blank'),
+      'designs.created_at',
+      'designs.updated_at',
+    )) as TemplateRecord[];
+  return [...builtIn, ...saved];
 }
 
 /** One design by id, or undefined; single sends and automation emails render from it. */
