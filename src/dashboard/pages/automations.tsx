@@ -1,31 +1,53 @@
 import type { Request, Response } from 'express';
-import { getAutomation, listAutomations, pause, setLive } from '../../resources/automations/automations.service';
+import type { FieldErrors } from '../../http/errors';
+import { automationRoutes } from '../../resources/automations/automations.router';
+import { getAutomation, listAutomations } from '../../resources/automations/automations.service';
 import { automationEmails, ownerStats } from '../../resources/reports/reports.service';
 import type { EmailReport, OwnerStats } from '../../resources/reports/reports.schemas';
 import { AutomationStatus } from '../../states';
 import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, dayLabel, dayOf, percent, share } from '../format';
+import { submitRoute } from '../form-kit';
 import { Layout, PostButton } from '../layout';
 import { page, sendPage, type DashboardKit, type PageContext } from '../respond';
+import { addEmailAction, loadSequence, newEmailPage, removeEmailAction, SequenceTable, waits } from './automation-emails';
+import { createAutomationAction, newAutomationPage } from './automation-form';
+import { Flash, Refusal, routeOf } from './sender-kit';
 
 /** Automations and each email of a sequence with its counters (GET /automations, /reports/automation). */
 type Automation = Awaited<ReturnType<typeof listAutomations>>['rows'][number] & { automation_schedule_count?: number };
 
 const STATUS: Record<number, string> = { [AutomationStatus.Draft]: 'Draft', [AutomationStatus.Live]: 'Live', [AutomationStatus.Paused]: 'Paused' };
 
+const DONE: Record<string, string> = {
+  created: 'The automation was created as a draft. Add its emails, then set it live.',
+  'email-added': 'The email was added at the end of the sequence.',
+  'email-removed': 'The email was removed.',
+  live: 'The automation is live.',
+  paused: 'The automation is paused: due emails wait until it is live again.',
+  resumed: 'The automation is live again.',
+};
+
+/** The one state change the automation allows now: set live (a draft), pause (live) or resume (paused). */
 function PauseResume({ a, csrf }: { a: Pick<Automation, 'utr' | 'status' | 'automation_name'>; csrf: string }) {
   if (a.status === AutomationStatus.Live) return <PostButton action={`/app/automations/${a.utr}/pause`} csrf={csrf} label="Pause" name={a.automation_name} />;
   if (a.status === AutomationStatus.Paused) return <PostButton action={`/app/automations/${a.utr}/resume`} csrf={csrf} label="Resume" name={a.automation_name} />;
-  return <span class="muted">not live yet</span>;
+  return <PostButton action={`/app/automations/${a.utr}/live`} csrf={csrf} label="Set live" name={a.automation_name} />;
 }
 
-async function automationsPage(_req: Request, res: Response, p: PageContext): Promise<void> {
+async function automationsPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const { rows } = await listAutomations(p.ctx);
   sendPage(
     res,
     200,
     <Layout title="Automations" csrf={p.session.csrf} active="automations">
       <h1>Automations</h1>
+      <Flash req={req} texts={DONE} />
+      <p>
+        <a class="button" href="/app/automations/new">
+          New automation
+        </a>
+      </p>
       <Section title="Sequences" id="automations">
         <Table<Automation>
           name="automations"
@@ -48,19 +70,33 @@ async function automationsPage(_req: Request, res: Response, p: PageContext): Pr
   );
 }
 
-async function automationPage(req: Request, res: Response, p: PageContext): Promise<void> {
+/** An automation's page, with a refused state change's messages at its top (status: the refusal's). */
+async function renderAutomation(req: Request, res: Response, p: PageContext, status: number, refusal?: FieldErrors): Promise<void> {
   const utr = String(req.params.utr);
   const a = await getAutomation(p.ctx, utr);
-  const [stats, { emails }] = await Promise.all([ownerStats(p.ctx, 'automation', utr), automationEmails(p.ctx, utr)]);
+  const [stats, { emails }, seq] = await Promise.all([ownerStats(p.ctx, 'automation', utr), automationEmails(p.ctx, utr), loadSequence(p, req, res, utr)]);
   const days = byDay(stats.timeline, p.tz);
   sendPage(
     res,
-    200,
-    <Layout title={`Automation: ${a.automation_name}`} csrf={p.session.csrf} active="automations" charts>
+    status,
+    <Layout title={`Automation: ${a.automation_name}`} csrf={p.session.csrf} active="automations" charts styles={['settings.css']}>
+      <p>
+        <a href="/app/automations">Automations</a>
+      </p>
       <h1>{a.automation_name}</h1>
+      {refusal ? null : <Flash req={req} texts={DONE} />}
+      <Refusal errors={refusal} />
       <p class="muted">
         {STATUS[a.status] ?? String(a.status)} · <PauseResume a={a} csrf={p.session.csrf} />
       </p>
+      <Section title="Sequence" id="sequence">
+        <SequenceTable seq={seq} utr={a.utr} csrf={p.session.csrf} />
+        <p class="sequence-actions">
+          <a class="button" href={`/app/automations/${a.utr}/emails/new`}>
+            Add an email
+          </a>
+        </p>
+      </Section>
       <Metrics label="Counters of the whole sequence">
         <Metric name="total_triggered" label="Sent" value={count(stats.total_triggered)} />
         <Metric name="total_delivered" label="Delivered" value={count(stats.total_delivered)} />
@@ -79,7 +115,7 @@ async function automationPage(req: Request, res: Response, p: PageContext): Prom
           columns={[
             { label: '#', numeric: true, cell: (e) => e.position },
             { label: 'Subject', cell: (e) => e.subject },
-            { label: 'Waits', cell: (e) => (e.waiting_type === 'instantly' ? 'no wait' : `${e.waiting_period} ${e.waiting_type}`) },
+            { label: 'Waits', cell: (e) => waits(e) },
             { label: 'Sent', numeric: true, cell: (e) => count(e.triggered) },
             { label: 'Delivered', numeric: true, cell: (e) => count(e.delivered) },
             { label: 'Unique opens', numeric: true, cell: (e) => count(e.unique_opens) },
@@ -125,20 +161,37 @@ function byDay(timeline: OwnerStats['automation']['timeline'], tz: string): Arra
   return [...days.values()].slice(-DAYS_SHOWN);
 }
 
-/** Pause (live → paused) or resume (paused → live): the API's own rules and events. */
-function setAutomationState(action: 'pause' | 'resume') {
+const automationPage = (req: Request, res: Response, p: PageContext) => renderAutomation(req, res, p, 200);
+
+const PAUSE = routeOf(automationRoutes, '/automations/pause');
+const SET_LIVE = routeOf(automationRoutes, '/automations/set-live');
+
+/**
+ * Set live (a draft), pause (live → paused) or resume (paused → live: the API's set-live): the
+ * API's routes, with their rules and events. A refusal (no unsubscribe group, no email yet, not
+ * live) is shown on the automation's page in the API's words.
+ */
+function setAutomationState(action: 'live' | 'pause' | 'resume') {
   return async (req: Request, res: Response, p: PageContext): Promise<void> => {
     const utr = String(req.params.utr);
-    if (action === 'pause') await pause(p.ctx, utr);
-    else await setLive(p.ctx, utr);
-    res.redirect(303, `/app/automations/${utr}`);
+    await getAutomation(p.ctx, utr);
+    const done = await submitRoute(action === 'pause' ? PAUSE : SET_LIVE, p, req, res, { query: { utr } });
+    if (done.ok) res.redirect(303, `/app/automations/${utr}?done=${action === 'pause' ? 'paused' : action === 'resume' ? 'resumed' : 'live'}`);
+    else await renderAutomation(req, res, p, done.status, done.errors);
   };
 }
 
 /** The automations' pages (src/dashboard/index.tsx mounts each area). */
 export function mountAutomationPages({ router: r, signedIn, requireCsrf, form }: DashboardKit): void {
+  const post = (path: string, handler: Parameters<typeof page>[0]) => r.post(path, form, signedIn, requireCsrf, page(handler, 'automations'));
   r.get('/automations', signedIn, page(automationsPage, 'automations'));
+  r.get('/automations/new', signedIn, page(newAutomationPage, 'automations'));
+  post('/automations/new', createAutomationAction);
   r.get('/automations/:utr', signedIn, page(automationPage, 'automations'));
-  r.post('/automations/:utr/pause', form, signedIn, requireCsrf, page(setAutomationState('pause'), 'automations'));
-  r.post('/automations/:utr/resume', form, signedIn, requireCsrf, page(setAutomationState('resume'), 'automations'));
+  post('/automations/:utr/live', setAutomationState('live'));
+  post('/automations/:utr/pause', setAutomationState('pause'));
+  post('/automations/:utr/resume', setAutomationState('resume'));
+  r.get('/automations/:utr/emails/new', signedIn, page(newEmailPage, 'automations'));
+  post('/automations/:utr/emails/new', addEmailAction);
+  post('/automations/:utr/emails/:email/delete', removeEmailAction);
 }
