@@ -11,7 +11,7 @@ import { recordAccountEvent } from '../../events/account-events';
 import { AppError, invalid } from '../../http/errors';
 import { scoped } from '../shared/crud';
 import { AddressSet } from './address-set';
-import { textOf, trimBytes } from './byte-strings';
+import { bytesOf, textOf, trimBytes } from './byte-strings';
 import { bumpContactsVersion } from './contacts-version';
 import {
   ANALYZE_FOR_MERGE,
@@ -32,7 +32,7 @@ import {
   MERGE_STAGED,
 } from './csv-import.sql';
 import { fingerprint, fingerprintColumns } from './contact-fingerprint';
-import { CsvFormatError, CsvRecordReader, type RecordBatch } from './csv-records';
+import { CsvFormatError, CsvRecordReader, type CsvDelimiter, type RecordBatch } from './csv-records';
 import { mapHeader, type ColumnMap } from './csv-rows';
 import { readUpload, sniffCsv, toUtf8, type SniffedCsv } from './csv-sniff';
 import { loadCustomFields, type CustomField } from './custom-values';
@@ -107,6 +107,14 @@ export interface ImportInput {
   fileName: string;
   /** IMPORT_TIMEOUT_MS: the longest the import may take once the file is uploaded. */
   timeoutMs: number;
+  /** The file's delimiter; by default the one its header line uses (csv-sniff.ts). */
+  delimiter?: CsvDelimiter;
+  /**
+   * A column mapping (the dashboard's import): the field name of each of the file's columns in
+   * order, read instead of the file's header row, which is then skipped like any header; ''
+   * leaves a column out. Names are matched as header cells are (csv-rows.ts mapHeader).
+   */
+  header?: string[];
 }
 
 interface Upload {
@@ -132,6 +140,9 @@ interface ImportJob extends RunningImport {
   bytesRead: number;
   /** The last attempt's router (its counts and reasons). */
   rows?: RowRouter;
+  delimiter: CsvDelimiter;
+  /** ImportInput.header as byte strings (byte-strings.ts), as the reader hands out cells. */
+  header?: string[];
 }
 
 interface Written {
@@ -221,6 +232,8 @@ async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started:
     timeoutMs: input.timeoutMs,
     staging: `contact_import_${opened.importId}`,
     bytesRead: 0,
+    delimiter: input.delimiter ?? upload.sniffed.delimiter,
+    header: input.header?.map(bytesOf),
   };
 }
 
@@ -394,7 +407,7 @@ async function headOf(job: ImportJob): Promise<{ columns: ColumnMap; sample: str
   if (first.length === 0) return undefined;
   let columns: ColumnMap;
   try {
-    columns = mapHeader(first[0], job.customFields);
+    columns = mapHeader(job.header ?? first[0], job.customFields);
   } catch {
     return undefined;
   }
@@ -424,7 +437,7 @@ async function recordsAt(job: ImportJob, position: number): Promise<string[][]> 
   if (to <= from) return [];
   const records: string[][] = [];
   try {
-    const reader = Readable.from([buffer.subarray(from, to)]).pipe(toUtf8(job.upload.sniffed.encoding, () => undefined)).pipe(new CsvRecordReader(MAX_LINE_CHARS));
+    const reader = Readable.from([buffer.subarray(from, to)]).pipe(toUtf8(job.upload.sniffed.encoding, () => undefined)).pipe(new CsvRecordReader(MAX_LINE_CHARS, job.delimiter));
     for await (const batch of reader as AsyncIterable<RecordBatch>) records.push(...batch.records);
   } catch {
     // a place inside a quoted field: what was read before it
@@ -442,14 +455,14 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
   const sidePath = `${job.upload.path}.staged`;
   const side = how.direct ? fs.createWriteStream(sidePath) : undefined;
   const routing: Routing = side ? { mode: 'direct', staged: side, printed: how.printed } : { mode: 'stage-all' };
-  const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId });
+  const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId, header: job.header });
   job.rows = rows;
   try {
     if (!side) await client.query(CREATE_STAGING(job.staging));
     await withinDeadline(job, client);
     // Progress is this pass's: a second pass reads the file again from its start.
     job.bytesRead = 0;
-    const read = [readUpload(job.upload.handle, READ_CHUNK_BYTES), toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n)), new CsvRecordReader(MAX_LINE_CHARS), rows] as const;
+    const read = [readUpload(job.upload.handle, READ_CHUNK_BYTES), toUtf8(job.upload.sniffed.encoding, (n) => (job.bytesRead += n)), new CsvRecordReader(MAX_LINE_CHARS, job.delimiter), rows] as const;
     // The COPY is sent last, straight into the pipeline: from then on only the pipeline ends
     // it (CopyDone, or CopyFail when a stream fails). A COPY left open holds the connection:
     // the rollback queues behind it and the import never ends.

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { FileHandle } from 'node:fs/promises';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { invalid } from '../../http/errors';
+import type { CsvDelimiter } from './csv-records';
 
 export type CsvEncoding = 'utf-8' | 'windows-1252';
 
@@ -21,6 +22,29 @@ export interface SniffedCsv {
   encoding: CsvEncoding;
   /** Rows the whole file holds, judged from the lines of its first 64 KB (a size hint). */
   estimatedRows: number;
+  /** The field delimiter its header line uses (sniffDelimiter). */
+  delimiter: CsvDelimiter;
+}
+
+const DELIMITERS: CsvDelimiter[] = [',', ';', '\t'];
+
+/**
+ * The delimiter of a CSV file from the start of its text: whichever of `,`, `;` and tab its
+ * first line holds most often outside quotes, `,` when none is more frequent than it (so a
+ * file read as comma-separated before is read the same way).
+ */
+export function sniffDelimiter(text: string): CsvDelimiter {
+  const counts = new Map<string, number>(DELIMITERS.map((d) => [d, 0]));
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (c === '"') quoted = !quoted;
+    else if (!quoted && (c === '\n' || c === '\r')) break;
+    else if (!quoted && counts.has(c)) counts.set(c, counts.get(c)! + 1);
+  }
+  let best: CsvDelimiter = ',';
+  for (const d of DELIMITERS) if (counts.get(d)! > counts.get(best)!) best = d;
+  return best;
 }
 
 /**
@@ -37,11 +61,13 @@ export async function sniffCsv(handle: FileHandle, fileBytes: number): Promise<S
   let lines = 0;
   for (let i = head.indexOf(0x0a); i >= 0; i = head.indexOf(0x0a, i + 1)) lines += 1;
   const estimatedRows = Math.ceil((fileBytes / Math.max(1, bytesRead)) * Math.max(1, lines));
+  // Every delimiter is ASCII: the bytes as latin1 find it whatever the encoding.
+  const delimiter = sniffDelimiter(head.toString('latin1'));
   try {
     new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: bytesRead === buf.length });
-    return { encoding: 'utf-8', estimatedRows };
+    return { encoding: 'utf-8', estimatedRows, delimiter };
   } catch {
-    return { encoding: 'windows-1252', estimatedRows };
+    return { encoding: 'windows-1252', estimatedRows, delimiter };
   }
 }
 

@@ -90,7 +90,8 @@ export class RowRouter extends Transform {
   constructor(
     private readonly addresses: AddressSet,
     private readonly routing: Routing,
-    private readonly lookups: { customFields: CustomField[]; countries: Map<string, number>; userId: number; typeId: number },
+    /** `header`: names read instead of the file's header row (ImportInput.header). */
+    private readonly lookups: { customFields: CustomField[]; countries: Map<string, number>; userId: number; typeId: number; header?: string[] },
   ) {
     super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark: 2 });
     this.prefix = `${lookups.userId}\t${lookups.typeId}\t`;
@@ -126,7 +127,7 @@ export class RowRouter extends Transform {
   }
 
   private readHeader(rec: string[]): void {
-    this.columns = mapHeader(rec, this.lookups.customFields);
+    this.columns = mapHeader(this.lookups.header ?? rec, this.lookups.customFields);
     this.checker = new RowChecker(this.columns, this.lookups.countries);
     const printed = this.routing.mode === 'direct' ? this.routing.printed : undefined;
     this.printing = printed !== undefined && fingerprintColumns(this.columns).join('\n') === printed.join('\n');
