@@ -22,7 +22,8 @@ export function contactsWithAddress(ctx: Ctx, email: string): Promise<Array<{ id
 
 export interface Memberships {
   groups: Array<{ id: number; group_name: string; since: string }>;
-  global_unsubscribe: { since: string } | null;
+  /** `id`: the global unsubscriber's (DELETE /global-unsubscribes/delete takes it). */
+  global_unsubscribe: { id: number; since: string } | null;
 }
 
 /** Where the address has unsubscribed: groups (live ones) and the account's global list. */
@@ -36,7 +37,7 @@ export async function addressMemberships(ctx: Ctx, email: string): Promise<Membe
       .whereRaw('lower(r.email_address) = lower(?)', [email])
       .orderBy('g.group_name')
       .select('g.id', 'g.group_name', 'r.created_at as since'),
-    ctx.db('global_unsubscribers').where({ user_id: ctx.userId }).whereRaw('lower(email_address) = lower(?)', [email]).first('created_at as since'),
+    ctx.db('global_unsubscribers').where({ user_id: ctx.userId }).whereRaw('lower(email_address) = lower(?)', [email]).first('id', 'created_at as since'),
   ]);
   return { groups, global_unsubscribe: global ?? null };
 }

@@ -79,8 +79,8 @@ export async function getSegment(ctx: Ctx, id: number) {
   return toRecord(seg, (await memberCounts(ctx, [seg], fields)).get(seg.id)!);
 }
 
-/** The DB-dependent checks of save/update, reported together like the form rules. */
-async function checkSegment(ctx: Ctx, input: SegmentInput) {
+/** The DB-dependent checks of save/update, reported together like the form rules; the rules once they pass. */
+async function checkSegment(ctx: Ctx, input: SegmentInput): Promise<Rule[]> {
   const [type, fields] = await Promise.all([
     scoped(ctx, 'contact_types').where({ id: input.contact_type_id }).whereNull('deleted_at').first('id'),
     loadRuleFields(ctx),
@@ -88,7 +88,8 @@ async function checkSegment(ctx: Ctx, input: SegmentInput) {
   const parsed = parseRules(input, fields);
   const errors = 'errors' in parsed ? { ...parsed.errors } : {};
   if (!type) errors.contact_type_id = ['The selected contact type id is invalid.'];
-  if (Object.keys(errors).length) throw invalid(errors);
+  if (Object.keys(errors).length || !('rules' in parsed)) throw invalid(errors);
+  return parsed.rules;
 }
 
 function columns(input: SegmentInput) {
@@ -116,6 +117,18 @@ export async function updateSegment(ctx: Ctx, id: number, input: SegmentInput): 
     .where({ id })
     .whereNull('deleted_at')
     .update({ ...columns(input), revision: ctx.db.raw('revision + 1'), members_count: null, updated_at: ctx.db.fn.now() });
+}
+
+/**
+ * How many members a segment would have with these rules, before they are saved (the
+ * dashboard's live count): the checks of save, then the count the segment list uses.
+ * `segmentId`: the segment being edited, whose hand-added recipients count too.
+ */
+export async function countSegmentRules(ctx: Ctx, input: SegmentInput, segmentId?: number): Promise<number> {
+  if (segmentId !== undefined) await findSegment(ctx, segmentId);
+  const rules = await checkSegment(ctx, input);
+  const seg = { id: segmentId ?? 0, user_id: ctx.userId, contact_type_id: input.contact_type_id, query_type: input.query_type ?? null } as SegmentRow;
+  return (await countMembers(ctx.db, [{ seg, rules }])).get(seg.id)!.count;
 }
 
 /** Soft delete; the confirmation goes in `errors` (spec rule 3, in the router). */
