@@ -1,21 +1,15 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config';
-import { designParts, sourceKey, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
-import { registerLinks, trackedUrls } from '../render/links';
-import { compileDesign, type CompiledDesign } from '../render/render';
+import { sourceKey, sourceOfRow, type MessageSource, type SourceColumns } from '../sources';
+import { compileSource, type CompiledSource } from '../render/preview-source';
 import type { ClaimedRow } from '../deliveries/queue';
 
 /**
  * The compiled design behind a recipient row: its source's (src/sources: a single send's, an
- * automation email's). Compiled once and kept while the source is sending; a running send can no
- * longer change.
+ * automation email's), compiled by src/render/preview-source.ts as the preview and the test send
+ * compile it. Kept while the source is sending; a running send can no longer change.
  */
-export interface LoadedDesign {
-  compiled: CompiledDesign;
-  fromEmail: string;
-  /** Domain of Message-IDs. */
-  domain: string;
-}
+export type LoadedDesign = CompiledSource;
 
 export type DesignKey = string;
 
@@ -24,27 +18,9 @@ export function designKey(row: SourceColumns): DesignKey {
   return source ? sourceKey(source) : 'none';
 }
 
-async function customFieldNames(db: Knex, userId: number): Promise<Map<string, string>> {
-  const rows = (await db('custom_fields').where({ user_id: userId }).select('id', 'field_name')) as Array<{ id: number; field_name: string }>;
-  return new Map(rows.map((f) => [String(f.id), f.field_name]));
-}
-
 /** A source's design compiled, with its links registered for tracking (TRACK_CLICKS) under its owner. */
-async function loadDesign(db: Knex, config: Config, userId: number, source: MessageSource): Promise<LoadedDesign | undefined> {
-  const parts = await designParts(db, userId, source);
-  if (!parts) return undefined;
-  const { owner, ...design } = parts;
-  return {
-    fromEmail: parts.fromEmail,
-    domain: parts.fromEmail.split('@')[1] ?? 'localhost',
-    compiled: compileDesign({
-      ...design,
-      publicUrl: config.publicUrl,
-      customFields: await customFieldNames(db, userId),
-      links: config.trackClicks ? await registerLinks(db, userId, owner, trackedUrls(parts.html, config.publicUrl)) : undefined,
-      espMetadataHeaders: config.espMetadataHeaders,
-    }),
-  };
+function loadDesign(db: Knex, config: Config, userId: number, source: MessageSource): Promise<LoadedDesign | undefined> {
+  return compileSource(db, config, userId, source, { links: 'register' });
 }
 
 /**

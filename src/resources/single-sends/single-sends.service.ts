@@ -229,7 +229,7 @@ async function resolveDraft(ctx: Ctx, trx: Knex.Transaction, input: SingleSendSa
   const recipients = parseRefs(input.recipient_id, 'recipient_id', errors);
   const excluded = parseRefs(input.exclude_specific_recipient_id, 'exclude_specific_recipient_id', errors);
   const schedule = checkSchedule(input, errors, false);
-  if (input.template_id !== undefined && !(await trx('templates').where({ id: input.template_id }).first('id'))) {
+  if (input.template_id !== undefined && !(await isUsableTemplate(ctx, trx, input.template_id))) {
     errors.template_id = ['The selected template id is invalid.'];
   }
   const sender = input.sender_id === undefined ? undefined : await findSender({ ...ctx, db: trx }, input.sender_id).catch(() => null);
