@@ -141,7 +141,7 @@ function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: 
 
 export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string> }) {
   return (
-    <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="sends" charts>
+    <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="sends" charts styles={['sends.css']}>
       <h1>{send.single_send_name}</h1>
       <p class="muted">
         <span class="subject">{send.subject}</span> · {STATUS[send.status] ?? String(send.status)}
@@ -152,6 +152,17 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, send
           </>
         ) : null}
       </p>
+      <div class="actions send-actions">
+        <a class="button secondary" href={`/app/sends/${send.utr}/preview`}>
+          Preview and test
+        </a>
+        <PostButton action={`/app/sends/${send.utr}/duplicate`} csrf={csrf} label="Duplicate" name={send.single_send_name} />
+        {send.status === 3 ? (
+          <a class="button secondary" href={`/app/sends/${send.utr}/delete`}>
+            Delete…
+          </a>
+        ) : null}
+      </div>
       <Metrics label="Counters">
         <Metric name="delivered" label="Delivered" value={count(s.delivered)} />
         <Metric name="unique_opens" label="Unique opens" value={count(s.unique_opens)} />
