@@ -44,9 +44,13 @@ async function sourcesOf(ctx: Ctx, row: SingleSendRow): Promise<VariationSource[
 
 type Person = Omit<RecipientData, 'token'>;
 
-/** A live contact of the account, as the sender reads a recipient row's contact; NF1 for anything else. */
+/** A live contact of the account, read as the sender reads a recipient row's contact (its country by name); NF1 for anything else. */
 async function contactOf(ctx: Ctx, contactId: number): Promise<Person> {
-  const c = (await liveRows(ctx, 'contacts').where('contacts.id', contactId).first([...RESERVED_COLUMNS, 'custom_fields'])) as
+  const columns = RESERVED_COLUMNS.filter((f) => f !== 'country').map((f) => `contacts.${f}`);
+  const c = (await liveRows(ctx, 'contacts')
+    .leftJoin('countries as co', 'co.id', 'contacts.country_id')
+    .where('contacts.id', contactId)
+    .first(...columns, 'co.name as country', 'contacts.custom_fields')) as
     | (ContactFields & { email: string; custom_fields: Record<string, unknown> | null })
     | undefined;
   if (!c) throw notFound1();
