@@ -8,10 +8,11 @@ import { route, type RouteDef } from '../../http/routes';
 import { streamList } from '../../http/stream';
 import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
-import { addContactBody, contactDetailRecord, contactListRecord, contactSearchQuery, importRecord } from './contacts.schemas';
+import { addContactBody, contactDetailRecord, contactExportQuery, contactListRecord, contactSearchQuery, importRecord } from './contacts.schemas';
 import * as service from './contacts.service';
 import { sampleCsv } from './csv-sample';
 import { importContactsCsv } from './csv-import.service';
+import { exportContactsCsv } from './export.service';
 import { listImports } from './import-history.service';
 import { SEARCH_DEFAULT_PAGING, searchContacts } from './search.service';
 
@@ -47,6 +48,27 @@ export const contactRoutes: RouteDef[] = [
     failures: ['AUTH', 'VAL', 'NF1'],
     handle: async ({ ctx, query, paging }) =>
       ok(listPayload('contacts', await searchContacts(ctx, { q: query.q, contactTypeId: query.contact_type_id }, paging ?? SEARCH_DEFAULT_PAGING))),
+  }),
+  route({
+    method: 'get',
+    path: '/contacts/export',
+    tag,
+    summary: 'Herald extension: download a contact type’s live contacts or a segment’s members as CSV (text/csv, streamed)',
+    description:
+      'Exactly one of `contact_type_id` (another account’s: NF1) and `segment_id` (another account’s: NF2, as the ' +
+      'segment’s member list). The header is the columns the CSV import reads: the reserved fields, then the ' +
+      'account’s custom fields by name; one row per contact (a segment’s hand-added recipients first, as its member ' +
+      'list), oldest first, lines ending CRLF, country by name. **Formulas are neutralised:** a value starting with ' +
+      '`=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `\'` so a spreadsheet shows it as text ' +
+      'instead of running it (a plain number such as `-5` is left as it is). Failures before the first byte answer ' +
+      'the JSON envelope; a failure later cuts the connection, and a cut file never ends with its final line break.',
+    query: contactExportQuery,
+    response: z.string().meta({ description: 'the CSV file (text/csv; charset=utf-8, Content-Disposition: attachment)' }),
+    failures: ['AUTH', 'VAL', 'NF1', 'NF2'],
+    handle: async ({ ctx, query, res }) => {
+      await exportContactsCsv(ctx, { contactTypeId: query.contact_type_id, segmentId: query.segment_id }, res);
+      return ok(null);
+    },
   }),
   route({
     method: 'post',

@@ -39,7 +39,7 @@ export type AddContactInput = z.infer<typeof addContactBody>;
 const lookupId = () =>
   z.preprocess((raw) => {
     const v = Array.isArray(raw) ? raw[0] : raw;
-    if (v === undefined) return undefined;
+    if (v === undefined || v === null) return v;
     const n = toNumber(v);
     return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= MAX_INT ? n : 0;
   }, z.number().int().optional());
