@@ -18,6 +18,12 @@
  * look at a sender makes), then `--runs` times; its figure is the median of the response times
  * (the whole answer: session, data, rendering). PASS: every page's median ≤ 300 ms.
  *
+ * The API's contact search (issue 34), measured the same way: GET /contacts/search for a part
+ * of an address, a first name and a 2-character string (which no trigram serves), over the
+ * account's 1,000,000 contacts and within the big list. PASS: each median ≤ 100 ms. Then one
+ * GET /contacts/export of the big list (1,000,000 rows), read as a client would and counted:
+ * its time, and Herald's peak RSS during it (PASS: ≤ 200 MB).
+ *
  *   npx tsx bench/dashboard.ts [--contacts 1000000] [--events 10000000] [--runs 7] [--small] [--no-build] [--keep]
  *
  * --small: 100,000 contacts and 1,000,000 events (a quick look; not the issue's figures).
@@ -28,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { build, checksLine, createAccount, finishRun, log, runMain, startHerald, type Herald } from './lib/herald';
 import { connect, dropDatabase, recreateDatabase, serverInfo } from './lib/pg';
-import { cpuBusy, median, writeResult } from './lib/sample';
+import { cpuBusy, median, resetPeakRss, sampleRss, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 
 const opts = args();
@@ -39,6 +45,8 @@ const EVENTS = num('events', SMALL ? 1_000_000 : 10_000_000);
 const RUNS = Math.max(1, num('runs', 7));
 const DB = 'herald_bench_dashboard';
 const TARGET_MS = 300;
+const SEARCH_TARGET_MS = 100;
+const EXPORT_RSS_TARGET_MB = 200;
 const SENDS = 120;
 const BIG_SENDS = 10;
 const AUTOMATIONS = 5;
@@ -46,7 +54,7 @@ const EMAILS_PER_AUTOMATION = 5;
 const CHUNK = 1_000_000;
 
 /** The account's data, in SQL: `$1` is the account id throughout. */
-async function seed(url: string, userId: number): Promise<{ bigSend: string; automation: string; contactId: number; email: string; webhookId: number }> {
+async function seed(url: string, userId: number): Promise<{ bigSend: string; automation: string; contactId: number; email: string; webhookId: number; bigList: number }> {
   const c = await connect(url);
   const q = (sql: string, params: unknown[] = [userId]) => c.query(sql, params);
   const t0 = Date.now();
@@ -179,7 +187,7 @@ async function seed(url: string, userId: number): Promise<{ bigSend: string; aut
     await c.query('VACUUM ANALYZE');
     log(`seeded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     const contact = (await q(`SELECT id, email FROM contacts WHERE user_id = $1 AND email = 'c42@bench.test' AND contact_type_id = $2`, [userId, types[0].id])).rows[0];
-    return { bigSend: sends[0].utr, automation: autos[0].utr, contactId: contact.id, email: contact.email, webhookId: hook };
+    return { bigSend: sends[0].utr, automation: autos[0].utr, contactId: contact.id, email: contact.email, webhookId: hook, bigList: types[0].id };
   } finally {
     await c.end();
   }
@@ -212,6 +220,44 @@ async function timePage(baseUrl: string, headers: Record<string, string>, p: str
   const ms: number[] = [];
   for (let i = 0; i < RUNS; i += 1) ms.push((await once()).ms);
   return { status: warm.status, ms };
+}
+
+/**
+ * GET /contacts/search shapes: a part of an address, a first name (both answered from the
+ * trigram index: about a hundred matches each), and 2 characters (no trigram: the page walks
+ * the newest contacts, the total scans the account's).
+ */
+function searchQueries(bigList: number): Array<[label: string, path: string]> {
+  const id = Math.min(4242, CONTACTS);
+  return [
+    ['part of an address', `/contacts/search?q=c${id}`],
+    ['part of an address, in the big list', `/contacts/search?q=c${id}&contact_type_id=${bigList}`],
+    ['a first name', `/contacts/search?q=First${id}`],
+    ['2 characters', '/contacts/search?q=42'],
+  ];
+}
+
+/**
+ * One GET /contacts/export of the big list, read as it arrives (lines counted, never held),
+ * with Herald's peak RSS over it (the kernel's mark reset first, sampled as well).
+ */
+async function measureExport(herald: Herald, headers: Record<string, string>, bigList: number) {
+  const reset = resetPeakRss(herald.pid);
+  const rss = sampleRss(herald.pid);
+  const t = process.hrtime.bigint();
+  const res = await fetch(`${herald.baseUrl}/contacts/export?contact_type_id=${bigList}`, { headers });
+  let lines = 0;
+  let bytes = 0;
+  let last = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.length;
+    for (const byte of chunk) if (byte === 10) lines += 1;
+    last = chunk[chunk.length - 1];
+  }
+  const ms = Number(process.hrtime.bigint() - t) / 1e6;
+  const mem = rss.stop();
+  const peakMb = reset ? Math.max(mem.peakSampledMb, mem.vmHwmMb) : mem.peakSampledMb;
+  return { status: res.status, rows: lines - 1, mb: Math.round(bytes / 1e5) / 10, whole: last === 10, seconds: Math.round(ms / 100) / 10, peak_rss_mb: peakMb, pass: res.status === 200 && peakMb <= EXPORT_RSS_TARGET_MB };
 }
 
 async function main(): Promise<void> {
@@ -248,14 +294,31 @@ async function main(): Promise<void> {
       log(`${label}: ${r.status}, median ${m} ms (runs ${r.ms.map((x) => Math.round(x)).join(', ')})`);
     };
     for (const p of pages) await measure(p, p, { Cookie: cookie, Accept: p.endsWith('.json') ? 'application/json' : 'text/html' });
-    await measure('GET /reports/overview?days=30 (API)', '/reports/overview?days=30&tz=Europe/Paris', { PublicKey: account.public_key, SecretKey: account.secret_key });
+    const keys = { PublicKey: account.public_key, SecretKey: account.secret_key };
+    await measure('GET /reports/overview?days=30 (API)', '/reports/overview?days=30&tz=Europe/Paris', keys);
+    const search: Array<{ query: string; path: string; status: number; total: number; median_ms: number; max_ms: number; pass: boolean }> = [];
+    for (const [label, p] of searchQueries(ids.bigList)) {
+      const r = await timePage(herald.baseUrl, keys, p);
+      const total = ((await (await fetch(`${herald.baseUrl}${p}`, { headers: keys })).json()) as { message: { pagination: { total: number } } }).message.pagination.total;
+      const m = Math.round(median(r.ms) * 10) / 10;
+      search.push({ query: label, path: p, status: r.status, total, median_ms: m, max_ms: Math.round(Math.max(...r.ms) * 10) / 10, pass: m <= SEARCH_TARGET_MS && r.status === 200 });
+      log(`${p}: ${r.status}, ${total} found, median ${m} ms (runs ${r.ms.map((x) => Math.round(x)).join(', ')})`);
+    }
+    const exported = await measureExport(herald, keys, ids.bigList);
+    log(`export: ${exported.status}, ${exported.rows} rows, ${exported.mb} MB in ${exported.seconds} s, peak RSS ${exported.peak_rss_mb} MB`);
     const db = await connect(url);
     const info = await serverInfo(db);
     const eventCount = Number((await db.query('SELECT count(*) AS n FROM events WHERE user_id = $1', [account.id])).rows[0].n);
     const contactCount = Number((await db.query('SELECT count(*) AS n FROM contacts WHERE user_id = $1', [account.id])).rows[0].n);
     await db.end();
-    const pass = results.every((r) => r.pass);
-    const checks = { every_page_answered: results.every((r) => r.status === 200), contacts: contactCount >= CONTACTS, events: eventCount >= EVENTS };
+    const pass = results.every((r) => r.pass) && search.every((r) => r.pass) && exported.pass;
+    const checks = {
+      every_page_answered: results.every((r) => r.status === 200),
+      contacts: contactCount >= CONTACTS,
+      events: eventCount >= EVENTS,
+      search_found: search.every((r) => r.total > 0),
+      export_whole: exported.whole && exported.rows === CONTACTS,
+    };
     const file = writeResult('dashboard', {
       when: new Date().toISOString(),
       contacts: contactCount,
@@ -265,12 +328,20 @@ async function main(): Promise<void> {
       cpu_busy_before: Math.round(busy * 1000) / 1000,
       server: info,
       pages: results,
+      search_target_ms: SEARCH_TARGET_MS,
+      search,
+      export_rss_target_mb: EXPORT_RSS_TARGET_MB,
+      export: exported,
       pass,
       checks,
     });
     process.stdout.write(
       `\nDashboard pages, ${contactCount.toLocaleString('en-US')} contacts and ${eventCount.toLocaleString('en-US')} events (median of ${RUNS}; target ≤ ${TARGET_MS} ms)\n` +
         results.map((r) => `  ${r.pass ? 'PASS' : 'FAIL'}  ${String(r.median_ms).padStart(7)} ms  (max ${r.max_ms})  ${r.page}`).join('\n') +
+        `\nGET /contacts/search (median of ${RUNS}; target ≤ ${SEARCH_TARGET_MS} ms)\n` +
+        search.map((r) => `  ${r.pass ? 'PASS' : 'FAIL'}  ${String(r.median_ms).padStart(7)} ms  (max ${r.max_ms})  ${r.query}: ${r.path} (${r.total} found)`).join('\n') +
+        `\nGET /contacts/export of the big list (target: peak RSS ≤ ${EXPORT_RSS_TARGET_MB} MB)\n` +
+        `  ${exported.pass ? 'PASS' : 'FAIL'}  ${exported.rows.toLocaleString('en-US')} rows, ${exported.mb} MB in ${exported.seconds} s, peak RSS ${exported.peak_rss_mb} MB` +
         `\n${pass ? 'PASS' : 'FAIL'}\n${checksLine(checks)}\n`,
     );
     finishRun(file, started, pass, checks);
