@@ -11,6 +11,7 @@ import {
   createAutomationBody,
   createScheduleBody,
   scheduleRecord,
+  updateScheduleBody,
 } from './automations.schemas';
 import * as service from './automations.service';
 import * as schedules from './schedules.service';
@@ -134,6 +135,25 @@ export const automationRoutes: RouteDef[] = [
     handle: async ({ ctx, body }) => {
       await schedules.createSchedule(ctx, body);
       return ok(messages.scheduleAdded);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/automations/schedule/update',
+    tag,
+    summary: 'Herald extension: change an email of an automation in place (every field of create again)',
+    description:
+      '`utr` is the email’s (from GET /automations/schedule). Its place in the sequence, its utr and its counters ' +
+      'stay. Contacts already waiting for it keep the due time they were given; a changed wait applies to those ' +
+      'who reach it later.',
+    id: utr2,
+    body: updateScheduleBody,
+    bodyLimit: 'design',
+    response: confirmation(messages.updated),
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr, body }) => {
+      await schedules.updateSchedule(ctx, utr, body);
+      return ok(messages.updated);
     },
   }),
   route({

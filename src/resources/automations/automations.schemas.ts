@@ -29,6 +29,10 @@ export const createScheduleBody = z.object({
 });
 export type CreateScheduleInput = z.infer<typeof createScheduleBody>;
 
+/** Herald extension, POST /automations/schedule/update: every field of create again, but the automation's utr (`utr` names the email). */
+export const updateScheduleBody = createScheduleBody.omit({ utr: true });
+export type ScheduleFields = z.infer<typeof updateScheduleBody>;
+
 const stats = {
   total_triggered: z.number().int(),
   total_delivered: z.number().int(),

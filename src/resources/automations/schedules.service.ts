@@ -1,10 +1,11 @@
+import type { Knex } from 'knex';
 import { isUtr, newUtr } from '../../http/fields';
 import type { Config } from '../../config';
 import type { Ctx } from '../../context';
 import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
 import { findVerifiedSender, senderIdMessages } from '../senders/senders.service';
 import { findAutomation } from './automations.service';
-import type { CreateScheduleInput } from './automations.schemas';
+import type { CreateScheduleInput, ScheduleFields } from './automations.schemas';
 import { checkDesignSource, isUsableTemplate } from '../shared/design-rules';
 import { scoped } from '../shared/crud';
 
@@ -40,6 +41,34 @@ export async function listSchedules(ctx: Ctx, config: Config, utr: string) {
   }));
 }
 
+/**
+ * The rules an email's fields follow beyond their form (the sender live and verified, the
+ * design known, one design source, a wait of at least 1 unless instant), into `errors`. The
+ * sender is held FOR SHARE until the caller's transaction commits: a concurrent delete of it
+ * waits, then sees this email.
+ */
+async function checkSchedule(ctx: Ctx, trx: Knex.Transaction, input: ScheduleFields, errors: FieldErrors): Promise<void> {
+  const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
+  if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
+  const template = await isUsableTemplate(ctx, trx, input.template_id);
+  if (!template) errors.template_id = ['The selected template id is invalid.'];
+  checkDesignSource(input, errors);
+  if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
+    errors.waiting_period = ['The waiting period must be at least 1.'];
+  }
+}
+
+const scheduleColumns = (input: ScheduleFields) => ({
+  sender_id: input.sender_id,
+  subject: input.subject,
+  waiting_period: input.waiting_period,
+  waiting_type: input.waiting_type,
+  template_id: input.template_id,
+  preview_img: input.preview_img,
+  template_json: input.template_json ?? null,
+  template_html: input.template_html ?? null,
+});
+
 /** Adds an email at the end of the automation (VAL on the automation utr, sender, template). */
 export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Promise<string> {
   const utr = newUtr();
@@ -50,31 +79,37 @@ export async function createSchedule(ctx: Ctx, input: CreateScheduleInput): Prom
       throw err;
     });
     if (!automation) errors.utr = ['The selected utr is invalid.'];
-    // Held FOR SHARE until commit: a concurrent delete of the sender waits, then sees this email.
-    const sender = await findVerifiedSender(ctx, input.sender_id, { db: trx, lock: true });
-    if (sender === 'missing' || sender === 'unverified') errors.sender_id = [senderIdMessages[sender]];
-    const template = await isUsableTemplate(ctx, trx, input.template_id);
-    if (!template) errors.template_id = ['The selected template id is invalid.'];
-    checkDesignSource(input, errors);
-    if (input.waiting_type !== 'instantly' && input.waiting_period < 1) {
-      errors.waiting_period = ['The waiting period must be at least 1.'];
-    }
+    await checkSchedule(ctx, trx, input, errors);
     if (Object.keys(errors).length || !automation) throw invalid(errors);
-    await trx('automation_schedules').insert({
-      user_id: ctx.userId,
-      automation_id: automation.id,
-      sender_id: input.sender_id,
-      subject: input.subject,
-      waiting_period: input.waiting_period,
-      waiting_type: input.waiting_type,
-      utr,
-      template_id: input.template_id,
-      preview_img: input.preview_img,
-      template_json: input.template_json ?? null,
-      template_html: input.template_html ?? null,
-    });
+    await trx('automation_schedules').insert({ user_id: ctx.userId, automation_id: automation.id, utr, ...scheduleColumns(input) });
   });
   return utr;
+}
+
+/**
+ * Changes an email in place (its place in the sequence, its utr and its counters stay). Every
+ * field of create but the automation's utr is given again. Contacts already waiting for it keep
+ * the due time they were given when they reached it; the new wait applies to those who reach
+ * it later. NF2: not an email of a live (not deleted) automation of the account.
+ */
+export async function updateSchedule(ctx: Ctx, utr: string, input: ScheduleFields): Promise<void> {
+  if (!isUtr(utr)) throw notFound2();
+  await ctx.db.transaction(async (trx) => {
+    const row = (await trx('automation_schedules as s')
+      .where('s.user_id', ctx.userId)
+      .where('s.utr', utr.toLowerCase())
+      .whereNull('s.deleted_at')
+      .whereExists(trx('automations as a').whereRaw('a.id = s.automation_id').where('a.user_id', ctx.userId).whereNull('a.deleted_at'))
+      .forUpdate()
+      .first('s.id')) as { id: number } | undefined;
+    if (!row) throw notFound2();
+    const errors: FieldErrors = {};
+    await checkSchedule(ctx, trx, input, errors);
+    if (Object.keys(errors).length) throw invalid(errors);
+    await trx('automation_schedules')
+      .where({ user_id: ctx.userId, id: row.id })
+      .update({ ...scheduleColumns(input), updated_at: trx.fn.now() });
+  });
 }
 
 /**
