@@ -18,21 +18,29 @@ import { errorLines, pageContext } from './respond';
  * script asks for JSON (`Accept: application/json`); a plain form post is sent back to the
  * contacts page, where the import's row shows its result.
  */
-const uploadBody = z.object({ contact_type_id: id(), file: uploadedFile(['csv']) });
+export const uploadBody = z.object({ contact_type_id: id(), file: uploadedFile(['csv']) });
 
-export function importUpload(deps: Deps, csrf: RequestHandler): RequestHandler[] {
+/**
+ * A form's CSV file (field `file`, at most IMPORT_MAX_BYTES) into a temporary file under the
+ * data directory's uploads/, removed when the request ends unless the handler moved it.
+ */
+export function csvUpload(deps: Deps): RequestHandler {
   const dir = path.join(deps.config.dataDir, 'uploads');
   const upload = multer({
     storage: multer.diskStorage({ destination: (_req, _file, cb) => fs.mkdir(dir, { recursive: true }, (err) => cb(err, dir)) }),
     limits: { fileSize: deps.config.importMaxBytes, files: 1, fields: 10, fieldSize: 4096 },
   }).single('file');
-  const parse: RequestHandler = (req, res, next) => {
+  return (req, res, next) => {
     // The temporary file never outlives the request, whatever the import did with it.
     res.on('close', () => {
       if (req.file?.path) fs.rm(req.file.path, { force: true }, () => undefined);
     });
     upload(req, res, next);
   };
+}
+
+export function importUpload(deps: Deps, csrf: RequestHandler): RequestHandler[] {
+  const parse = csvUpload(deps);
   const run = async (req: Request, res: Response, next: NextFunction) => {
     const wantsJson = req.accepts(['html', 'json']) === 'json';
     try {

@@ -8,8 +8,9 @@ import { listSegments } from '../../resources/segments/segments.service';
 import { listSuppressions } from '../../resources/suppressions/suppressions.service';
 import { Section, Table } from '../components';
 import { count, importError, when } from '../format';
-import { Layout } from '../layout';
+import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
+import { Flash } from './sender-kit';
 
 /**
  * Lists and segments with their sizes, the CSV upload (progress and result: assets/dashboard/app.js
@@ -28,7 +29,7 @@ interface Import {
   error: string | null;
   created_at: string;
 }
-type Segment = { segment_name: string; contact_type_id: number; segment_emails_count: number };
+type Segment = { id: number; segment_name: string; contact_type_id: number; segment_emails_count: number };
 const IMPORTS_SHOWN = 10;
 const EVENTS_PER_PAGE = 100;
 
@@ -36,7 +37,7 @@ const EVENTS_PER_PAGE = 100;
 export const importResult = (i: { inserted: number; updated: number; unchanged: number; skipped: number }) =>
   `created ${count(i.inserted)}, updated ${count(i.updated)}, refused ${count(i.skipped)}${i.unchanged > 0 ? `, unchanged ${count(i.unchanged)}` : ''}`;
 
-export async function contactsPage(_req: Request, res: Response, p: PageContext): Promise<void> {
+export async function contactsPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const [types, segments, imports] = await Promise.all([
     listContactTypes(p.ctx),
     listSegments(p.ctx),
@@ -50,6 +51,7 @@ export async function contactsPage(_req: Request, res: Response, p: PageContext)
     200,
     <Layout title="Contacts" csrf={p.session.csrf} active="contacts">
       <h1>Contacts</h1>
+      <Flash req={req} texts={{ 'list-deleted': 'The list was deleted with its contacts.', 'segment-deleted': 'The segment was deleted.' }} />
       <Section title="Find a contact" id="search">
         <form method="get" action="/app/contacts/search" class="row" role="search">
           <label for="search-email">Address</label>
@@ -58,25 +60,37 @@ export async function contactsPage(_req: Request, res: Response, p: PageContext)
         </form>
       </Section>
       <Section title="Lists" id="lists">
+        <p>
+          <a class="button" href="/app/lists/new">
+            New list
+          </a>
+        </p>
         <Table
           name="lists"
           caption="Contact lists and how many contacts each holds"
           rows={lists}
           empty="No lists yet."
           columns={[
-            { label: 'List', cell: (l) => l.name },
+            { label: 'List', cell: (l) => <a href={`/app/lists/${l.id}`}>{l.name}</a> },
             { label: 'Contacts', numeric: true, cell: (l) => count(l.contacts_count) },
           ]}
         />
       </Section>
       <Section title="Segments" id="segments">
+        {lists.length ? (
+          <p>
+            <a class="button" href="/app/segments/new">
+              New segment
+            </a>
+          </p>
+        ) : null}
         <Table
           name="segments"
           caption="Segments and how many contacts match each"
           rows={segments.rows as unknown as Segment[]}
           empty="No segments yet."
           columns={[
-            { label: 'Segment', cell: (s) => s.segment_name },
+            { label: 'Segment', cell: (s) => <a href={`/app/segments/${s.id}`}>{s.segment_name}</a> },
             { label: 'List', cell: (s) => names.get(s.contact_type_id) ?? '–' },
             { label: 'Contacts', numeric: true, cell: (s) => count(s.segment_emails_count) },
           ]}
@@ -84,7 +98,9 @@ export async function contactsPage(_req: Request, res: Response, p: PageContext)
       </Section>
       <Section title="Import a CSV file" id="import">
         {lists.length === 0 ? (
-          <p class="muted">Make a list first (the API’s POST /contacts-type/add); then import into it here.</p>
+          <p class="muted">
+            <a href="/app/lists/new">Make a list</a> first; then import into it here.
+          </p>
         ) : (
           <form method="post" action="/app/contacts/import" enctype="multipart/form-data" class="stack" id="import-form" data-last-import={String(rows[0]?.id ?? 0)}>
             <input type="hidden" name="_csrf" value={p.session.csrf} />
@@ -97,6 +113,7 @@ export async function contactsPage(_req: Request, res: Response, p: PageContext)
             <label for="import-file">CSV file (a header row names the columns: email, first_name, …)</label>
             <input id="import-file" name="file" type="file" accept=".csv,text/csv" required />
             <button type="submit">Import</button>
+            <p class="muted">Columns are matched by their header. To choose which column is which, or for a file separated by semicolons or tabs, import from the list’s page.</p>
             <div class="progress" hidden id="import-progress-box">
               <label for="import-progress">Rows imported</label>
               <progress id="import-progress" max={100} value={0} />
@@ -183,6 +200,15 @@ export async function contactPage(req: Request, res: Response, p: PageContext): 
     200,
     <Layout title={`Contact ${contact.email}`} csrf={p.session.csrf} active="contacts">
       <h1 class="url">{contact.email}</h1>
+      <Flash req={req} texts={{ saved: 'The contact was saved.', unsubscribed: 'The address is unsubscribed from all email.', resubscribed: 'The address is subscribed again.' }} />
+      <div class="actions">
+        <a class="button" href={`/app/contacts/${id}/edit`}>
+          Edit
+        </a>
+        <a class="button secondary" href={`/app/lists/${String(contact.contact_type_id)}`}>
+          Its list
+        </a>
+      </div>
       <Section title="Fields" id="fields">
         <dl class="fields">
           {fields.map(([k, v]) => (
@@ -214,6 +240,11 @@ export async function contactPage(req: Request, res: Response, p: PageContext): 
           </ul>
         ) : memberships.global_unsubscribe ? null : (
           <p class="muted">No unsubscribe group.</p>
+        )}
+        {memberships.global_unsubscribe ? (
+          <PostButton action={`/app/contacts/${id}/resubscribe`} csrf={p.session.csrf} label="Re-subscribe" name={contact.email} />
+        ) : (
+          <PostButton action={`/app/contacts/${id}/unsubscribe`} csrf={p.session.csrf} label="Unsubscribe from all email" name={contact.email} />
         )}
       </Section>
       <Section title="Suppression" id="suppression">
