@@ -87,7 +87,7 @@ function idsFor(op: Operation, name: string, w: World): Array<string | number> {
   const p = op.path;
   switch (name) {
     case 'utr':
-      if (p.startsWith('/automations/schedule/delete')) return [w.scheduleUtr];
+      if (p.startsWith('/automations/schedule/delete') || p.startsWith('/automations/schedule/update')) return [w.scheduleUtr];
       if (p.startsWith('/automations') || p.startsWith('/reports/automation')) return [w.automationUtr];
       return [w.singleSendUtr];
     case 'event_id':

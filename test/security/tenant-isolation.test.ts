@@ -314,6 +314,10 @@ const MATRIX: Record<string, Case[]> = {
       send: (h, t, me) => h.form('/automations/schedule/create', scheduleBody(me, { sender_id: t.senderId })),
     },
   ],
+  'POST /automations/schedule/update': [
+    idCase('utr', (h, t, me) => h.form('/automations/schedule/update', { ...scheduleBody(me), utr: t.scheduleUtr })),
+    { name: 'sender_id', refs: ['sender_id'], expect: 'VAL', send: (h, t, me) => h.form('/automations/schedule/update', { ...scheduleBody(me, { sender_id: t.senderId }), utr: me.scheduleUtr }) },
+  ],
   'DELETE /automations/schedule/delete': [idCase('utr', (h, t) => h.delete(q('/automations/schedule/delete', { utr: t.scheduleUtr })))],
   'GET /automations/contacts': [idCase('utr', (h, t) => h.get(q('/automations/contacts', { utr: t.automationUtr })))],
 
