@@ -144,6 +144,11 @@ describe('POST /single/send/create with draft=1', () => {
       sender_id: ['The selected sender id is invalid.'],
       unsubscribe_group_id: ['The selected unsubscribe group id is invalid.'],
     });
+    // A body that is no object is a validation failure like any other, never a 500.
+    for (const body of [[1, 2], 'draft', null]) {
+      const r = await api(app, a).json('/single/send/create', body);
+      expect({ status: r.status, failed: r.body.status }).toEqual({ status: 422, failed: 'failed' });
+    }
     expect(await db('single_sends').where({ user_id: a.id }).count<{ count: string }[]>('* as count')).toEqual(before);
   });
 

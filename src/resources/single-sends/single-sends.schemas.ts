@@ -80,7 +80,8 @@ export const singleSendSaveBody = singleSendBody
         }
       }
     },
-    { when: () => true },
+    // Also when other fields failed (so every message comes at once), but only on an object.
+    { when: (payload) => typeof payload.value === 'object' && payload.value !== null },
   );
 export type SingleSendSaveInput = z.output<typeof singleSendSaveBody>;
 
