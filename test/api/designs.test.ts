@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import request from 'supertest';
 import { designListRecord, designRecord, designPreviewResponse, designSavedResponse } from '../../src/resources/designs/designs.schemas';
 import { IN_USE_BY_AUTOMATION, IN_USE_BY_SEND } from '../../src/resources/designs/designs.service';
 import { templateRecord, type TemplateRecord } from '../../src/resources/templates/templates.schemas';
@@ -328,13 +329,16 @@ describe('saved designs as templates', () => {
     expect(list.at(-1)).toEqual({
       id: mine.id,
       template_name: 'Mine',
-      preview_image: '',
+      preview_image: 'template-saved.png',
       json_code: d.json_code,
       html_code: d.html_code,
       is_blank: 0,
       created_at: d.created_at,
       updated_at: d.updated_at,
     });
+    // The one thumbnail of saved designs is served like the built-ins' (PUBLIC_URL/images/<preview_image>).
+    const image = await request(app).get('/images/template-saved.png');
+    expect({ status: image.status, type: image.headers['content-type'] }).toEqual({ status: 200, type: 'image/png' });
   });
 
   it('are chosen by template_id for a send, whose message is the design’s HTML; another account’s is invalid', async () => {
@@ -368,7 +372,7 @@ describe('saved designs as templates', () => {
     });
     expectSuccess(created);
     const utr = created.body.message.utr as string;
-    const email = (template_id: number) => ({ utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id, preview_img: 'design-saved.png' });
+    const email = (template_id: number) => ({ utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id, preview_img: 'template-saved.png' });
     expectSuccess(await api(app, a).form('/automations/schedule/create', email(design.id)), 'Schedule Added');
     const theirs = await saveHtml(b, 'Theirs');
     expectVal(await api(app, a).form('/automations/schedule/create', email(theirs.id)), { template_id: ['The selected template id is invalid.'] });
@@ -456,7 +460,7 @@ describe('DELETE /designs/delete', () => {
     });
     const utr = created.body.message.utr as string;
     expectSuccess(
-      await api(app, a).form('/automations/schedule/create', { utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id: design.id, preview_img: 'design-saved.png' }),
+      await api(app, a).form('/automations/schedule/create', { utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id: design.id, preview_img: 'template-saved.png' }),
     );
     await db('automations').where({ utr, user_id: a.id }).update({ status: 1 });
     const res = await api(app, a).delete(`/designs/delete?id=${design.id}`);

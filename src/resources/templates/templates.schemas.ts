@@ -5,7 +5,7 @@ import { flagValue, intId, timestamp } from '../shared/schemas';
 export const templateRecord = z.strictObject({
   id: intId(),
   template_name: z.string(),
-  preview_image: z.string().meta({ description: 'file name, served at PUBLIC_URL/images/<preview_image>; empty for a saved design (none is rendered)' }),
+  preview_image: z.string().meta({ description: 'file name, served at PUBLIC_URL/images/<preview_image>; template-saved.png (one generic thumbnail) for every saved design' }),
   json_code: z.string().meta({ description: 'the editor document: JSON {"version":1,"settings":{…},"blocks":[…]}' }),
   html_code: z.string().meta({ description: 'email HTML with ((placeholder)) tokens' }),
   is_blank: flagValue(),

@@ -6,6 +6,8 @@ import { accountFields } from '../../contacts/fields';
 import { liveRows } from '../shared/crud';
 
 const TABLE = 'templates';
+/** The preview image of every saved design (assets/templates/saved.preview.html, by scripts/render-template-previews.sh saved). */
+const SAVED_DESIGN_PREVIEW = 'template-saved.png';
 const COLUMNS = ['id', 'template_name', 'preview_image', 'json_code', 'html_code', 'is_blank', 'created_at', 'updated_at'];
 
 /** Placeholders every design may use besides the contact's fields (filled from the sender and the recipient's token). */
@@ -14,7 +16,8 @@ export const SENDER_PLACEHOLDERS = ['sender_name', 'sender_address', 'unsubscrib
 /**
  * The built-in designs, shared by every account (no user_id): Custom (id 1, blank) first; then
  * the account's saved designs that are not deleted (src/resources/designs, ids from 1001), oldest
- * first, as templates: `is_blank` 0 and no preview image (`preview_image` ''; none is rendered).
+ * first, as templates: `is_blank` 0, and one generic thumbnail for all of them (`SAVED_DESIGN_PREVIEW`: no
+ * picture of each is rendered).
  */
 export async function listTemplates(ctx: Ctx): Promise<TemplateRecord[]> {
   const builtIn = (await ctx.db(TABLE).select(COLUMNS).orderBy('id', 'asc')) as TemplateRecord[];
@@ -24,7 +27,7 @@ export async function listTemplates(ctx: Ctx): Promise<TemplateRecord[]> {
     .select(
       'designs.id',
       'designs.template_name',
-      ctx.db.raw(`'' AS preview_image`),
+      ctx.db.raw('? AS preview_image', [SAVED_DESIGN_PREVIEW]),
       'designs.json_code',
       'designs.html_code',
       ctx.db.raw('0::smallint AS is_blank'),
