@@ -316,6 +316,40 @@ describe('automations', () => {
     expect(await schedules(a, other)).toHaveLength(1);
   });
 
+  it('edits an email in place (POST /automations/schedule/update): its own HTML kept while its design stays; a refusal keeps what was typed', async () => {
+    const group = await makeGroup(db, a);
+    const utr = await newAutomation(a, group, 'Editable');
+    const sender = await makeSender(db, a);
+    const other = await makeSender(db, a);
+    const html = '<html><body><p>Own HTML for ((first_name))</p><a href="((unsubscribe_preferences))">prefs</a></body></html>';
+    expect((await api(app, a).form('/automations/schedule/create', { utr, sender_id: sender, subject: 'Own', waiting_period: 1, waiting_type: 'instantly', template_id: 3, preview_img: 'own.png', template_html: html })).status).toBe(200);
+    await addEmailByApi(a, utr, sender, 'Second');
+    const [first, second] = await schedules(a, utr);
+    const form = await get(`/app/automations/${utr}/emails/${first.utr}/edit`);
+    expect(form.status).toBe(200);
+    expect(shown(form.text, 'subject')).toBe('Own');
+    expect(shown(form.text, 'template_id')).toBe('3');
+    expect(form.text).toContain('HTML of its own');
+
+    const res = await post(`/app/automations/${utr}/emails/${first.utr}/edit`, { subject: 'Own, renamed', sender_id: other, template_id: 3, waiting_type: 'hours', waiting_period: 5 });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe(`/app/automations/${utr}?done=email-updated#sequence`);
+    const [renamed, untouched] = await schedules(a, utr);
+    expect(renamed).toMatchObject({ utr: first.utr, subject: 'Own, renamed', sender_id: other, waiting_type: 'hours', waiting_period: 5, template_html: html, preview_img: 'own.png' });
+    expect(untouched).toEqual(second);
+    // Another design: that design's image, nothing of the email's own.
+    const designs = (await api(app, a).get('/get-design/template')).body.message.templates as Array<{ id: number; preview_image: string }>;
+    const design = designs.find((d) => d.id !== 3)!;
+    expect((await post(`/app/automations/${utr}/emails/${first.utr}/edit`, { subject: 'Designed', sender_id: other, template_id: design.id, waiting_type: 'hours', waiting_period: 5 })).status).toBe(303);
+    const [after] = await schedules(a, utr);
+    expect(after).toMatchObject({ subject: 'Designed', template_id: design.id, template_html: null, template_json: null, preview_img: design.preview_image });
+
+    const typed = { subject: 'Kept as typed', sender_id: other, template_id: design.id, waiting_type: 'days', waiting_period: 0 };
+    const page = await post(`/app/automations/${utr}/emails/${first.utr}/edit`, typed);
+    await expectRefusedLikeApi(page, await api(app, a).form('/automations/schedule/update', { ...typed, utr: first.utr, preview_img: design.preview_image }), typed);
+    expect((await schedules(a, utr))[0]).toEqual(after);
+  });
+
   it('set live is refused without an email (the API’s words on the page); then live, pause and resume', async () => {
     const group = await makeGroup(db, a);
     const utr = await newAutomation(a, group, 'Lifecycle');
@@ -365,6 +399,7 @@ describe('guards', () => {
     { path: `/app/automations/${utr}/pause`, fields: {} },
     { path: `/app/automations/${utr}/resume`, fields: {} },
     { path: `/app/automations/${utr}/emails/new`, fields: { subject: 'S', sender_id: sender, template_id: 3, waiting_type: 'instantly', waiting_period: 1 } },
+    { path: `/app/automations/${utr}/emails/${emailUtr}/edit`, fields: { subject: 'S', sender_id: sender, template_id: 3, waiting_type: 'instantly', waiting_period: 1 } },
     { path: `/app/automations/${utr}/emails/${emailUtr}/delete`, fields: {} },
   ];
 
@@ -381,7 +416,7 @@ describe('guards', () => {
 
   it('another account’s sender, group, automation and email are a 404 page, and stay as they were', async () => {
     const before = { senders: await senders(a), groups: await groups(a), emails: await schedules(a, utr), status: await status(a, utr) };
-    const pages = [`/app/senders/${sender}/edit`, `/app/senders/groups/${group}/edit`, `/app/automations/${utr}`, `/app/automations/${utr}/emails/new`];
+    const pages = [`/app/senders/${sender}/edit`, `/app/senders/groups/${group}/edit`, `/app/automations/${utr}`, `/app/automations/${utr}/emails/new`, `/app/automations/${utr}/emails/${emailUtr}/edit`];
     for (const path of pages) {
       const res = await get(path, sb);
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
@@ -544,6 +579,17 @@ describeBrowser('settings in a browser', () => {
     }
     expect(await page.locator('table[data-table="schedules"] tbody tr').count()).toBe(2);
     expect((await schedules(c, utr)).map((e) => e.subject)).toEqual(['Welcome aboard', 'A week later']);
+    // Edit the second email: its subject and its wait.
+    await follow('Edit: email 2, A week later');
+    await clean();
+    await page.fill('#field-subject', 'Three days later');
+    await page.fill('#field-waiting_period', '3');
+    await submit('Save the email');
+    await page.locator('.flash', { hasText: 'The email was saved.' }).waitFor();
+    expect((await schedules(c, utr)).map((e) => [e.subject, e.waiting_period, e.waiting_type])).toEqual([
+      ['Welcome aboard', 1, 'instantly'],
+      ['Three days later', 3, 'days'],
+    ]);
 
     await submit('Set live: Browser sequence');
     await page.locator('.flash', { hasText: 'The automation is live.' }).waitFor();

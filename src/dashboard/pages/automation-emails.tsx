@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { automationRoutes } from '../../resources/automations/automations.router';
+import { notFound2, type FieldErrors } from '../../http/errors';
 import { getAutomation } from '../../resources/automations/automations.service';
 import { listSchedules } from '../../resources/automations/schedules.service';
 import { listSenders } from '../../resources/senders/senders.service';
@@ -14,11 +15,13 @@ import { posted, routeOf, withNone } from './sender-kit';
 
 /**
  * An automation's emails: the list with their design, sender and wait, adding one (POST
- * /automations/schedule/create) and removing one (DELETE /automations/schedule/delete). The
+ * /automations/schedule/create), changing one (POST /automations/schedule/update) and removing
+ * one (DELETE /automations/schedule/delete). The
  * design is chosen from what GET /get-design/template answers (the built-ins and the account's
  * saved designs), through that route.
  */
 const ADD = routeOf(automationRoutes, '/automations/schedule/create');
+const UPDATE = routeOf(automationRoutes, '/automations/schedule/update');
 const REMOVE = routeOf(automationRoutes, '/automations/schedule/delete');
 const DESIGNS = routeOf(templateRoutes, '/get-design/template');
 
@@ -36,6 +39,9 @@ type Schedule = Awaited<ReturnType<typeof listSchedules>>[number] & {
   template_id: number;
   waiting_period: number;
   waiting_type: string;
+  preview_img: string;
+  template_html: string | null;
+  template_json: string | null;
 };
 type Sender = Awaited<ReturnType<typeof listSenders>>['rows'][number];
 
@@ -50,9 +56,9 @@ export const waits = (e: { waiting_type: string; waiting_period: number }) => (e
 
 /** The automation's emails in sending order, with the names of their senders and designs. */
 export async function loadSequence(p: PageContext, req: Request, res: Response, utr: string) {
-  const [rows, senders, list] = await Promise.all([listSchedules(p.ctx, p.deps.config, utr), listSenders(p.ctx), designs(p, req, res)]);
+  const [rows, senders, list] = await Promise.all([loadEmails(p, utr), listSenders(p.ctx), designs(p, req, res)]);
   return {
-    rows: (rows as Schedule[]).map((e, i) => ({ ...e, position: i + 1 })),
+    rows,
     senderNames: new Map(senders.rows.map((s) => [s.id, s.nickname])),
     designNames: new Map(list.map((d) => [d.id, d.template_name])),
   };
@@ -75,27 +81,50 @@ export function SequenceTable({ seq, utr, csrf }: { seq: Sequence; utr: string; 
         { label: 'Design', cell: (e) => seq.designNames.get(e.template_id) ?? `design ${e.template_id}` },
         {
           label: 'Actions',
-          cell: (e) => <PostButton action={`/app/automations/${utr}/emails/${e.utr}/delete`} csrf={csrf} label="Remove" name={`email ${e.position}, ${e.subject}`} />,
+          cell: (e) => (
+            <div class="actions">
+              <a href={`/app/automations/${utr}/emails/${e.utr}/edit`} aria-label={`Edit: email ${e.position}, ${e.subject}`}>
+                Edit
+              </a>
+              <PostButton action={`/app/automations/${utr}/emails/${e.utr}/delete`} csrf={csrf} label="Remove" name={`email ${e.position}, ${e.subject}`} />
+            </div>
+          ),
         },
       ]}
     />
   );
 }
 
-async function renderForm(req: Request, res: Response, p: PageContext, status: number, a: { utr: string; automation_name: string }, state: FormState): Promise<void> {
+interface FormOpts {
+  title: string;
+  action: string;
+  submit: string;
+  /** The email has HTML or editor JSON of its own (set through the API), kept while its design stays. */
+  ownSource?: boolean;
+}
+
+const adding = (utr: string): FormOpts => ({ title: 'Add an email', action: `/app/automations/${utr}/emails/new`, submit: 'Add the email' });
+const editing = (utr: string, e: Schedule & { position: number }): FormOpts => ({
+  title: `Edit email ${e.position}`,
+  action: `/app/automations/${utr}/emails/${e.utr}/edit`,
+  submit: 'Save the email',
+  ownSource: Boolean(e.template_html || e.template_json),
+});
+
+async function renderForm(req: Request, res: Response, p: PageContext, status: number, a: { utr: string; automation_name: string }, opts: FormOpts, state: FormState): Promise<void> {
   const [senders, list] = await Promise.all([listSenders(p.ctx), designs(p, req, res)]);
   const senderChoices = senders.rows.map((s) => ({ value: String(s.id), label: senderLabel(s) }));
   const designChoices = list.map((d) => ({ value: String(d.id), label: d.template_name }));
   sendPage(
     res,
     status,
-    <Layout title={`Add an email: ${a.automation_name}`} csrf={p.session.csrf} active="automations" styles={['settings.css']}>
+    <Layout title={`${opts.title}: ${a.automation_name}`} csrf={p.session.csrf} active="automations" styles={['settings.css']}>
       <p>
         <a href={`/app/automations/${a.utr}`}>{a.automation_name}</a>
       </p>
-      <h1>Add an email</h1>
+      <h1>{opts.title}</h1>
       <ErrorSummary state={state} fields={FIELDS} />
-      <form method="post" action={`/app/automations/${a.utr}/emails/new`} class="form" noValidate>
+      <form method="post" action={opts.action} class="form" noValidate>
         <Csrf token={p.session.csrf} />
         <Field state={state} name="subject" label="Subject" required />
         <Field
@@ -111,14 +140,22 @@ async function renderForm(req: Request, res: Response, p: PageContext, status: n
           }
           required
         />
-        <Field state={state} name="template_id" label="Design" type="select" choices={withNone('Choose a design', designChoices)} required />
+        <Field
+          state={state}
+          name="template_id"
+          label="Design"
+          type="select"
+          choices={withNone('Choose a design', designChoices)}
+          hint={opts.ownSource ? 'This email has HTML of its own (set through the API): it is kept while this design stays chosen.' : undefined}
+          required
+        />
         <fieldset>
           <legend>When it goes out</legend>
           <Field state={state} name="waiting_type" label="Wait" type="select" choices={WAITS} hint="After the contact entered (the first email) or after the previous email." required />
           <Field state={state} name="waiting_period" label="How many hours or days" type="number" hint="1 for an email sent right away." required attrs={{ min: 0, step: 1 }} />
         </fieldset>
         <div class="actions">
-          <button type="submit">Add the email</button>
+          <button type="submit">{opts.submit}</button>
           <a href={`/app/automations/${a.utr}`}>Cancel</a>
         </div>
       </form>
@@ -128,7 +165,7 @@ async function renderForm(req: Request, res: Response, p: PageContext, status: n
 
 export async function newEmailPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const a = await getAutomation(p.ctx, String(req.params.utr));
-  await renderForm(req, res, p, 200, a, emptyForm({ waiting_type: 'instantly', waiting_period: '1' }));
+  await renderForm(req, res, p, 200, a, adding(a.utr), emptyForm({ waiting_type: 'instantly', waiting_period: '1' }));
 }
 
 /**
@@ -140,20 +177,53 @@ export async function addEmailAction(req: Request, res: Response, p: PageContext
   const values = posted(req);
   const design = (await designs(p, req, res)).find((d) => String(d.id) === String(values.template_id ?? ''));
   const done = await submitRoute(ADD, p, req, res, { body: { ...values, utr: a.utr, preview_img: design?.preview_image } });
-  if (done.ok) {
-    res.redirect(303, `/app/automations/${a.utr}?done=email-added#sequence`);
-    return;
-  }
-  const { preview_img: previewImage, ...errors } = done.errors;
+  if (done.ok) res.redirect(303, `/app/automations/${a.utr}?done=email-added#sequence`);
+  else await renderForm(req, res, p, done.status, a, adding(a.utr), { values, errors: onDesign(done.errors) });
+}
+
+/** The route's messages on the preview image belong to the design a person chose. */
+function onDesign(all: FieldErrors): FieldErrors {
+  const { preview_img: previewImage, ...errors } = all;
   if (previewImage && !errors.template_id) errors.template_id = previewImage;
-  await renderForm(req, res, p, done.status, a, { values, errors });
+  return errors;
+}
+
+/** The automation and one of its emails (another automation's, another account's or a removed one: 404). */
+async function emailOf(req: Request, p: PageContext) {
+  const a = await getAutomation(p.ctx, String(req.params.utr));
+  const emailUtr = String(req.params.email).toLowerCase();
+  const e = (await loadEmails(p, a.utr)).find((x) => x.utr === emailUtr);
+  if (!e) throw notFound2();
+  return { a, e };
+}
+
+const loadEmails = async (p: PageContext, utr: string) => ((await listSchedules(p.ctx, p.deps.config, utr)) as Schedule[]).map((e, i) => ({ ...e, position: i + 1 }));
+
+export async function editEmailPage(req: Request, res: Response, p: PageContext): Promise<void> {
+  const { a, e } = await emailOf(req, p);
+  const values = { subject: e.subject, sender_id: e.sender_id, template_id: e.template_id, waiting_type: e.waiting_type, waiting_period: e.waiting_period };
+  await renderForm(req, res, p, 200, a, editing(a.utr, e), emptyForm(values));
+}
+
+/**
+ * Every field again (the route's rule). The email's own HTML or editor JSON and its preview
+ * image go with it while its design stays; another design brings that design's image and
+ * nothing of its own.
+ */
+export async function updateEmailAction(req: Request, res: Response, p: PageContext): Promise<void> {
+  const { a, e } = await emailOf(req, p);
+  const values = posted(req);
+  const sameDesign = String(values.template_id ?? '') === String(e.template_id);
+  const design = (await designs(p, req, res)).find((d) => String(d.id) === String(values.template_id ?? ''));
+  const kept = sameDesign ? { preview_img: e.preview_img, template_html: e.template_html ?? undefined, template_json: e.template_json ?? undefined } : { preview_img: design?.preview_image };
+  const done = await submitRoute(UPDATE, p, req, res, { body: { ...values, ...kept }, query: { utr: e.utr } });
+  if (done.ok) res.redirect(303, `/app/automations/${a.utr}?done=email-updated#sequence`);
+  else await renderForm(req, res, p, done.status, a, editing(a.utr, e), { values, errors: onDesign(done.errors) });
 }
 
 /** Only an email of this automation (another's utr, or another account's: 404). */
 export async function removeEmailAction(req: Request, res: Response, p: PageContext): Promise<void> {
-  const a = await getAutomation(p.ctx, String(req.params.utr));
-  const emailUtr = String(req.params.email).toLowerCase();
-  const mine = (await listSchedules(p.ctx, p.deps.config, a.utr)).some((e) => e.utr === emailUtr);
-  await submitRoute(REMOVE, p, req, res, { query: { utr: mine ? emailUtr : '' } });
+  const { a, e } = await emailOf(req, p);
+  await submitRoute(REMOVE, p, req, res, { query: { utr: e.utr } });
   res.redirect(303, `/app/automations/${a.utr}?done=email-removed#sequence`);
 }

@@ -10,7 +10,7 @@ import { count, dayLabel, dayOf, percent, share } from '../format';
 import { submitRoute } from '../form-kit';
 import { Layout, PostButton } from '../layout';
 import { page, sendPage, type DashboardKit, type PageContext } from '../respond';
-import { addEmailAction, loadSequence, newEmailPage, removeEmailAction, SequenceTable, waits } from './automation-emails';
+import { addEmailAction, editEmailPage, loadSequence, newEmailPage, removeEmailAction, SequenceTable, updateEmailAction, waits } from './automation-emails';
 import { createAutomationAction, newAutomationPage } from './automation-form';
 import { Flash, Refusal, routeOf } from './sender-kit';
 
@@ -22,6 +22,7 @@ const STATUS: Record<number, string> = { [AutomationStatus.Draft]: 'Draft', [Aut
 const DONE: Record<string, string> = {
   created: 'The automation was created as a draft. Add its emails, then set it live.',
   'email-added': 'The email was added at the end of the sequence.',
+  'email-updated': 'The email was saved.',
   'email-removed': 'The email was removed.',
   live: 'The automation is live.',
   paused: 'The automation is paused: due emails wait until it is live again.',
@@ -193,5 +194,7 @@ export function mountAutomationPages({ router: r, signedIn, requireCsrf, form }:
   post('/automations/:utr/resume', setAutomationState('resume'));
   r.get('/automations/:utr/emails/new', signedIn, page(newEmailPage, 'automations'));
   post('/automations/:utr/emails/new', addEmailAction);
+  r.get('/automations/:utr/emails/:email/edit', signedIn, page(editEmailPage, 'automations'));
+  post('/automations/:utr/emails/:email/edit', updateEmailAction);
   post('/automations/:utr/emails/:email/delete', removeEmailAction);
 }
