@@ -233,6 +233,21 @@ const MATRIX: Record<string, Case[]> = {
     },
   ],
   'POST /single/send/ab/winner': [idCase('utr', (h, t) => h.form('/single/send/ab/winner', { utr: t.singleSendUtr, variation: 0 }))],
+  'POST /single/send/schedule': [idCase('utr', (h, t) => h.form('/single/send/schedule', { utr: t.singleSendUtr }))],
+  'POST /single/send/unschedule': [idCase('utr', (h, t) => h.form('/single/send/unschedule', { utr: t.singleSendUtr }))],
+  'GET /single/send/preview': [
+    idCase('utr', (h, t) => h.get(q('/single/send/preview', { utr: t.singleSendUtr }))),
+    { name: 'contact_id', refs: ['contact_id'], expect: 'NF', send: (h, t, me) => h.get(q('/single/send/preview', { utr: me.singleSendUtr, contact_id: t.contactIds[0] })) },
+  ],
+  'POST /single/send/test': [
+    idCase('utr', (h, t) => h.form('/single/send/test', { utr: t.singleSendUtr, emails: ['isolation@example.com'] })),
+    {
+      name: 'contact_id',
+      refs: ['contact_id'],
+      expect: 'NF',
+      send: (h, t, me) => h.form('/single/send/test', { utr: me.singleSendUtr, emails: ['isolation@example.com'], contact_id: t.contactIds[0] }),
+    },
+  ],
   'GET /single/send/duplicate': [idCase('utr', (h, t) => h.get(q('/single/send/duplicate', { utr: t.singleSendUtr })))],
   'POST /single/send/duplicate': [idCase('utr', (h, t) => h.form(q('/single/send/duplicate', { utr: t.singleSendUtr }), {}))],
   'GET /single-send/details': [idCase('utr', (h, t) => h.get(q('/single-send/details', { utr: t.singleSendUtr })))],
