@@ -16,10 +16,12 @@ export interface ContactSearch {
 export const SEARCH_DEFAULT_PAGING: Paging = { page: 1, perPage: 50 };
 
 /**
- * The expression migration 202612280200 indexes with pg_trgm (written the same way: the
- * planner matches an expression index by its expression).
+ * The three columns as one text, as migration 202612280200 indexes it with pg_trgm (written the
+ * same way: the planner matches an expression index by its expression).
  */
 const JOINED = `(c.email || ' ' || c.first_name || ' ' || c.last_name)`;
+/** The same text written otherwise, so that the planner never tries the index with it. */
+const JOINED_UNINDEXED = `concat_ws(' ', c.email, c.first_name, c.last_name)`;
 
 /** pg_trgm takes its trigrams from 3 characters in a row: a shorter string cannot use the index. */
 const TRIGRAM_MIN = 3;
@@ -29,20 +31,25 @@ const likeEscape = (v: string) => v.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 /**
  * Contacts whose address, first name or last name contains `q`, case-insensitively.
  *
- * Planner notes (bench/dashboard.ts, 1,000,000 contacts in one account):
- * - `q` of 3 characters or more: the joined columns' ILIKE is what the trigram GIN index
- *   answers (a bitmap of candidates), and the per-column test after it is exact, so a match
- *   spanning two columns (`com Ada`) is not one. The page and the count read only candidates.
- * - `q` of 1–2 characters has no trigram: the joined test is left out (a GIN scan of the
- *   whole index would cost more than the table) and PostgreSQL reads the account's contacts:
- *   the page walks the id index newest first and stops once it has the page (fast when many
- *   match), and the total is a (parallel) scan of the account's contacts, which grows with
- *   the account's size (see the bench's figures).
+ * The columns are joined by spaces, so a `q` without a space is in the joined text exactly when
+ * it is in one of the columns: one ILIKE per row decides. A `q` with a space could span two
+ * columns (`com Ada`), so each column is then tested as well.
+ *
+ * Planner notes (1,000,000 contacts in one account, 2 cores; bench/dashboard.ts):
+ * - `q` of 3 characters or more: the trigram GIN index gives the candidates and the page and
+ *   the total read only them: 17–33 ms for ≈100 matches. What it costs grows with the number
+ *   of matches, since the total counts them all: ≈40 ms for 11,000 matches, ≈1.5 s when all
+ *   1,000,000 match (`bench.test`; the page itself, newest first, stays under 1 ms).
+ * - `q` of 1–2 characters has no trigram (a GIN scan of the whole index would cost more than
+ *   the table, hence the unindexed spelling): the page walks the id index newest first and
+ *   stops once it has the page, and the total is a parallel scan of the account's contacts,
+ *   ≈0.7 s at 1,000,000 contacts on a busy machine, proportional to the account's size.
  * - Without pg_trgm (the migration could not create it) every query takes the second path.
  */
 function matching(query: Knex.QueryBuilder, q: string): Knex.QueryBuilder {
   const pattern = `%${likeEscape(q)}%`;
-  if (q.length >= TRIGRAM_MIN) query.whereRaw(`${JOINED} ILIKE ?`, [pattern]);
+  query.whereRaw(`${q.length >= TRIGRAM_MIN ? JOINED : JOINED_UNINDEXED} ILIKE ?`, [pattern]);
+  if (!q.includes(' ')) return query;
   return query.where((w) => w.whereRaw('c.email ILIKE ?', [pattern]).orWhereRaw('c.first_name ILIKE ?', [pattern]).orWhereRaw('c.last_name ILIKE ?', [pattern]));
 }
 
