@@ -161,8 +161,8 @@ async function editForm(p: PageContext, id: number, email: string, state: FormSt
         <p>It leaves its list, its segments and any send not made yet. Its history stays in the reports.</p>
         <form method="post" action={`/app/contacts/${id}/delete`}>
           <Csrf token={p.session.csrf} />
-          <button type="submit" class="danger">
-            Delete {email}
+          <button type="submit" class="danger" aria-label={`Delete this contact: ${email}`}>
+            Delete this contact
           </button>
         </form>
       </section>

@@ -208,8 +208,8 @@ async function sendBuilder(req: Request, res: Response, p: PageContext, status: 
           <p>Its contacts stay on their list; only the segment goes.</p>
           <form method="post" action={`/app/segments/${saved.id}/delete`}>
             <Csrf token={p.session.csrf} />
-            <button type="submit" class="danger">
-              Delete the segment {saved.segment_name}
+            <button type="submit" class="danger" aria-label={`Delete this segment: ${saved.segment_name}`}>
+              Delete this segment
             </button>
           </form>
         </section>
