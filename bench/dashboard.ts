@@ -279,6 +279,8 @@ async function main(): Promise<void> {
       '/app/contacts',
       `/app/contacts/search?email=${encodeURIComponent(ids.email)}`,
       `/app/contacts/${ids.contactId}`,
+      `/app/lists/${ids.bigList}`,
+      `/app/lists/${ids.bigList}?q=c${Math.min(4242, CONTACTS)}`,
       '/app/contacts/imports.json',
       '/app/deliverability',
       '/app/deliverability?type=bounce&page=20',
