@@ -158,6 +158,7 @@ describeBrowser('long values on every dashboard page', () => {
     '/app/senders/groups/new': [],
     '/app/automations/new': [],
     [`/app/automations/${w.automation.utr}/emails/new`]: [],
+    [`/app/automations/${w.automation.utr}/emails/${w.automation.emails[0].utr}/edit`]: [],
     '/app/deliverability': [made.sender.from_name, made.sender.from_email, made.suppressed],
     '/app/webhooks': [made.webhook.url],
     [`/app/webhooks/${w.webhookId}`]: [stretch('HTTP 500: upstream down')],

@@ -29,6 +29,7 @@ export function dashboardPages(w: World, abSendUtr: string): string[] {
     '/app/senders/groups/new',
     '/app/automations/new',
     `/app/automations/${w.automation.utr}/emails/new`,
+    `/app/automations/${w.automation.utr}/emails/${w.automation.emails[0].utr}/edit`,
     '/app/deliverability',
     '/app/webhooks',
     `/app/webhooks/${w.webhookId}`,
