@@ -48,13 +48,11 @@ export const contactSearchQuery = z.object({
   q: text(255).meta({ description: 'part of an address, a first name or a last name (case-insensitive; at least 1 character)' }),
   contact_type_id: lookupId().meta({ description: 'only this contact type’s contacts' }),
 });
-export type ContactSearchQuery = z.output<typeof contactSearchQuery>;
 
 export const contactExportQuery = z.object({
   contact_type_id: lookupId().meta({ description: 'export this contact type’s contacts (or segment_id)' }),
   segment_id: lookupId().meta({ description: 'export this segment’s members (or contact_type_id)' }),
 });
-export type ContactExportQuery = z.output<typeof contactExportQuery>;
 
 
 const customFieldValue = z.strictObject({ field_name: z.string(), field_value: z.string().nullable() });
