@@ -2,7 +2,9 @@
  * The README's dashboard screenshots, taken from the real pages: a demo account is written on
  * DATABASE_URL (migrated and seeded first, like `herald migrate`), Herald's app is served on a
  * loopback port, and headless Chromium (Debian's `chromium`, as the browser tests use) signs in
- * with the account's keys and photographs the overview and a send's report.
+ * with the account's keys and photographs the overview and a send's report, then the workspace:
+ * the design editor (a block design beside its preview), the send editor with a filled draft and
+ * that draft previewed as one of its readers (made through the API over loopback, as a script would).
  *
  *   DATABASE_URL=postgres://… npx tsx scripts/screenshots.ts [--out docs/images]
  *
@@ -32,7 +34,8 @@ import { outboxMailer } from '../src/mail/mailer';
 import { ROOT } from '../src/paths';
 import { prepareDatabase } from '../src/server';
 import { countQueued } from '../src/statistics';
-import { CHROMIUM, launchChromium } from '../test/helpers/browser';
+import type { Page } from 'playwright-core';
+import { CHROMIUM, launchChromium, loopbackOnly } from '../test/helpers/browser';
 
 const OUT = path.resolve(ROOT, process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : 'docs/images');
 const HOUR = 3_600_000;
@@ -54,10 +57,23 @@ async function recordAt(db: Knex, userId: number, at: Date, events: MessageEvent
 
 const pick = <T>(xs: T[], share: number, seed: number) => xs.filter((_, i) => ((i * 7919 + seed * 104729) % 1000) / 1000 < share);
 
-async function demo(db: Knex, userId: number): Promise<string> {
+/** What the demo made that the workspace's shots start from. */
+interface Demo {
+  /** The newest completed send (its report). */
+  latest: string;
+  list: number;
+  sender: number;
+  group: number;
+  /** A reader the preview is shown as. */
+  contact: number;
+}
+
+async function demo(db: Knex, userId: number): Promise<Demo> {
   const gb = (await db('countries').where({ iso_code: 'GB' }).first('id')).id as number;
   const [type] = await db('contact_types').insert({ user_id: userId, name: 'Newsletter readers' }).returning('id');
   const people = Array.from({ length: 1500 }, (_, i) => ({ user_id: userId, contact_type_id: type.id, email: `reader${i}@example.com`, first_name: `Reader ${i}`, country_id: gb }));
+  // The reader the workspace's preview is shown as: a name the placeholders fill.
+  Object.assign(people[3], { first_name: 'Maya', last_name: 'Okafor' });
   const contacts = (await db('contacts').insert(people).returning(['id', 'email'])) as Array<{ id: number; email: string }>;
   const [sender] = await db('senders')
     .insert({ user_id: userId, from_name: 'Acme News', from_email: 'news@acme.example', reply_to_email: 'hi@acme.example', country_id: gb, company_address: '1 High Street', nickname: 'acme', is_verified: 1, utr: randomBytes(8).toString('hex') })
@@ -130,7 +146,69 @@ async function demo(db: Knex, userId: number): Promise<string> {
     const queued = [{ userId, source: { kind: 'automation_email' as const, automationId: auto.id, scheduleId: email.id }, n: rows.length }];
     await recordAt(db, userId, at, [...rows.map((d) => ({ type: 'delivered' as const, ...ref(d) })), ...pick(rows, 0.6, day).map((d) => ({ type: 'opened' as const, ...ref(d) }))], queued);
   }
-  return latest;
+  return { latest, list: type.id, sender: sender.id, group: group.id, contact: contacts[3].id };
+}
+
+const WORKSPACE_SHOTS = ['workspace-send-editor.png', 'workspace-design-editor.png', 'workspace-preview.png'];
+
+/** The block design of the workspace's shots: what a person builds in the block editor. */
+const SPRING_LETTER = {
+  version: 1,
+  settings: {},
+  blocks: [
+    { type: 'header', text: 'Acme', tagline: 'News from the shop on the High Street' },
+    { type: 'heading', level: 1, text: 'Spring at Acme, ((first_name))' },
+    { type: 'text', text: 'The garden shop opens on Saturday. Come early for seedlings, stay for coffee in the courtyard.\nMembers get 15 % off everything until Sunday.' },
+    { type: 'button', text: 'See the programme', href: 'https://acme.example/spring' },
+    { type: 'divider' },
+    { type: 'footer', lines: ['((sender_name)) · ((sender_address))'], unsubscribe: { text: 'Unsubscribe or manage your preferences', href: '((unsubscribe_preferences))' } },
+  ],
+};
+
+/** An API call of the demo account over loopback (what a script would do; the pages then show it). */
+async function callApi(base: string, keys: Record<string, string>, route: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}${route}`, { method: 'POST', headers: { ...keys, 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
+  const answer = (await res.json()) as { status: string; message: Record<string, unknown>; errors?: unknown };
+  if (res.status !== 200) throw new Error(`${route} answered ${res.status}: ${JSON.stringify(answer.errors ?? answer)}`);
+  return answer.message;
+}
+
+/**
+ * The workspace of issue 34: the design editor (a block design, its preview beside it), the
+ * send editor holding a filled draft, and that draft previewed as one of its readers.
+ */
+async function workspace(page: Page, base: string, keys: Record<string, string>, made: Demo): Promise<void> {
+  const design = await callApi(base, keys, '/designs/save', { template_name: 'Spring letter', format: 'blocks', source: JSON.stringify(SPRING_LETTER) });
+  const { utr } = await callApi(base, keys, '/single/send/create', {
+    draft: 1,
+    single_send_name: 'Spring letter',
+    subject: 'Spring at Acme, ((first_name))',
+    preheader: 'The garden shop opens on Saturday',
+    sender_id: made.sender,
+    unsubscribe_group_id: made.group,
+    recipient_id: [`contacts_${made.list}`],
+    template_id: design.id,
+    schedule_type: 0,
+  });
+
+  await page.goto(`${base}/app/designs/${String(design.id)}/edit`);
+  const blocks = page.getByRole('region', { name: 'Blocks', exact: true });
+  await blocks.getByRole('button', { name: /^Edit: 3\. Text/ }).click();
+  await page.frameLocator('iframe[title*="as a recipient sees it"]:visible').getByRole('heading', { name: 'Spring at Acme, Jane' }).waitFor();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(OUT, 'workspace-design-editor.png') });
+
+  await page.goto(`${base}/app/sends/${String(utr)}/edit`);
+  await page.getByRole('heading', { name: 'Edit: Spring letter' }).waitFor();
+  // The message, its sender and its recipients with their count: the form's first three parts.
+  await page.screenshot({ path: path.join(OUT, 'workspace-send-editor.png'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1640 } });
+
+  await page.goto(`${base}/app/sends/${String(utr)}?contact_id=${made.contact}#preview`);
+  await page.frameLocator('iframe[title="The email at desktop width"]').getByRole('heading', { name: 'Spring at Acme, Maya' }).waitFor();
+  await page.frameLocator('iframe[title="The email at phone width"]').getByRole('heading', { name: 'Spring at Acme, Maya' }).waitFor();
+  await page.getByRole('region', { name: 'Preview', exact: true }).scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(OUT, 'workspace-preview.png') });
 }
 
 /** Why the script cannot run here (no browser, no database), or null. */
@@ -160,7 +238,7 @@ async function main(): Promise<void> {
   try {
     await prepareDatabase(db, logger);
     const account = await createAccount(db, { name: 'Acme', email: `demo.${Date.now()}@acme.example` });
-    const sendUtr = await demo(db, account.id);
+    const made = await demo(db, account.id);
     const config = loadConfig({ DATABASE_URL: url, DATA_DIR: dataDir, LOG_LEVEL: 'silent', HERALD_MASTER_KEY: randomBytes(32).toString('hex') });
     const app = createApp({ config, db, logger, mailer: outboxMailer(path.join(dataDir, 'outbox')) });
     listening = app.listen(0, '127.0.0.1');
@@ -168,7 +246,9 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
     const browser = await launchChromium();
     try {
-      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/London', colorScheme: 'light', deviceScaleFactor: 1 })).newPage();
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/London', colorScheme: 'light', deviceScaleFactor: 1 });
+      const stopped = await loopbackOnly(context);
+      const page = await context.newPage();
       await page.goto(`${base}/app`);
       await page.fill('input[name="public_key"]', account.public_key);
       await page.fill('input[name="secret_key"]', account.secret_key);
@@ -176,10 +256,12 @@ async function main(): Promise<void> {
       fs.mkdirSync(OUT, { recursive: true });
       await page.waitForTimeout(300);
       await page.screenshot({ path: path.join(OUT, 'dashboard-overview.png'), fullPage: true });
-      await page.goto(`${base}/app/sends/${sendUtr}`);
+      await page.goto(`${base}/app/sends/${made.latest}`);
       await page.waitForTimeout(300);
       await page.screenshot({ path: path.join(OUT, 'dashboard-send-report.png'), fullPage: true });
-      process.stdout.write(`wrote ${path.relative(ROOT, path.join(OUT, 'dashboard-overview.png'))} and dashboard-send-report.png (account ${account.id})\n`);
+      await workspace(page, base, { PublicKey: account.public_key, SecretKey: account.secret_key }, made);
+      if (stopped.length) throw new Error(`requests off loopback were stopped: ${stopped.join(', ')}`);
+      process.stdout.write(`wrote ${path.relative(ROOT, OUT)}/: dashboard-overview.png, dashboard-send-report.png, ${WORKSPACE_SHOTS.join(', ')} (account ${account.id})\n`);
     } finally {
       await browser.close();
     }
