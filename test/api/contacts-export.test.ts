@@ -139,7 +139,7 @@ describe('GET /contacts/export?segment_id=', () => {
         value: rules.map(([, , v]) => v),
       }),
     );
-    return (await db('segments').where({ user_id: account.id }).max('id as id').first()).id;
+    return (await db('segments').where({ user_id: account.id }).max('id as id').first())!.id as number;
   }
 
   it('equals the segment’s members: hand-added recipients, then the matching contacts', async () => {
