@@ -112,7 +112,7 @@ function ownedTables() {
 }
 
 module.exports = tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.scratch/', 'bench/out/'] },
+  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', '.scratch/', 'bench/out/', 'assets/dashboard/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -129,6 +129,11 @@ module.exports = tseslint.config(
   {
     // The dashboard's scripts run in the browser (served as they are from assets/dashboard/).
     files: ['assets/dashboard/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
+  },
+  {
+    // The dashboard's browser code in TypeScript, bundled by scripts/build.js (client/tsconfig.json).
+    files: ['client/**/*.{ts,tsx}'],
     languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
   },
   {
