@@ -8,10 +8,10 @@ import { templateRoutes } from '../../resources/templates/templates.router';
 import type { TemplateRecord } from '../../resources/templates/templates.schemas';
 import { SenderVerification } from '../../states';
 import { Table } from '../components';
-import { emptyForm, ErrorSummary, Field, submitRoute, type Choice, type FormState } from '../form-kit';
-import { Csrf, Layout, PostButton } from '../layout';
+import { emptyForm, Field, submitRoute, type Choice, type FormState } from '../form-kit';
+import { PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
-import { posted, routeOf, withNone } from './sender-kit';
+import { FormPage, posted, routeOf, withNone } from './sender-kit';
 
 /**
  * An automation's emails: the list with their design, sender and wait, adding one (POST
@@ -118,14 +118,17 @@ async function renderForm(req: Request, res: Response, p: PageContext, status: n
   sendPage(
     res,
     status,
-    <Layout title={`${opts.title}: ${a.automation_name}`} csrf={p.session.csrf} active="automations" styles={['settings.css']}>
-      <p>
-        <a href={`/app/automations/${a.utr}`}>{a.automation_name}</a>
-      </p>
-      <h1>{opts.title}</h1>
-      <ErrorSummary state={state} fields={FIELDS} />
-      <form method="post" action={opts.action} class="form" noValidate>
-        <Csrf token={p.session.csrf} />
+    <FormPage
+      heading={opts.title}
+      title={`${opts.title}: ${a.automation_name}`}
+      active="automations"
+      csrf={p.session.csrf}
+      back={{ href: `/app/automations/${a.utr}`, label: a.automation_name }}
+      state={state}
+      fields={FIELDS}
+      action={opts.action}
+      submit={opts.submit}
+    >
         <Field state={state} name="subject" label="Subject" required />
         <Field
           state={state}
@@ -154,12 +157,7 @@ async function renderForm(req: Request, res: Response, p: PageContext, status: n
           <Field state={state} name="waiting_type" label="Wait" type="select" choices={WAITS} hint="After the contact entered (the first email) or after the previous email." required />
           <Field state={state} name="waiting_period" label="How many hours or days" type="number" hint="1 for an email sent right away." required attrs={{ min: 0, step: 1 }} />
         </fieldset>
-        <div class="actions">
-          <button type="submit">{opts.submit}</button>
-          <a href={`/app/automations/${a.utr}`}>Cancel</a>
-        </div>
-      </form>
-    </Layout>,
+    </FormPage>,
   );
 }
 

@@ -3,10 +3,9 @@ import { automationRoutes } from '../../resources/automations/automations.router
 import { listContactTypes } from '../../resources/contact-types/contact-types.service';
 import { listSegments } from '../../resources/segments/segments.service';
 import { listGroups } from '../../resources/unsubscribe-groups/unsubscribe-groups.service';
-import { emptyForm, ErrorSummary, Field, submitRoute, type Choice, type FormState } from '../form-kit';
-import { Csrf, Layout } from '../layout';
+import { emptyForm, Field, submitRoute, type Choice, type FormState } from '../form-kit';
 import { sendPage, type PageContext } from '../respond';
-import { posted, routeOf, withNone } from './sender-kit';
+import { FormPage, posted, routeOf, withNone } from './sender-kit';
 
 /**
  * A new automation (POST /automations/create): every field the route takes. It starts as a
@@ -40,14 +39,16 @@ async function renderForm(res: Response, p: PageContext, status: number, state: 
   sendPage(
     res,
     status,
-    <Layout title="New automation" csrf={p.session.csrf} active="automations" styles={['settings.css']}>
-      <p>
-        <a href="/app/automations">Automations</a>
-      </p>
-      <h1>New automation</h1>
-      <ErrorSummary state={state} fields={FIELDS} />
-      <form method="post" action="/app/automations/new" class="form" noValidate>
-        <Csrf token={p.session.csrf} />
+    <FormPage
+      heading="New automation"
+      active="automations"
+      csrf={p.session.csrf}
+      back={{ href: '/app/automations', label: 'Automations' }}
+      state={state}
+      fields={FIELDS}
+      action="/app/automations/new"
+      submit="Create the automation"
+    >
         <Field state={state} name="automation_name" label="Name" required />
         <Field state={state} name="type" label="Who enters" type="select" choices={withNone('Choose', TYPES)} required />
         <Field state={state} name="automation_for" label="List or segment" type="select" choices={withNone('Choose a list or segment', c.targets)} required />
@@ -65,12 +66,7 @@ async function renderForm(res: Response, p: PageContext, status: number, state: 
           required
         />
         <Field state={state} name="exit_criteria" label="A contact stops getting its emails" type="select" choices={EXIT} />
-        <div class="actions">
-          <button type="submit">Create the automation</button>
-          <a href="/app/automations">Cancel</a>
-        </div>
-      </form>
-    </Layout>,
+    </FormPage>,
   );
 }
 

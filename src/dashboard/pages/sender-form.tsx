@@ -2,10 +2,9 @@ import type { Request, Response } from 'express';
 import { geographyBody } from '../../resources/geography/geography.service';
 import { senderRoutes } from '../../resources/senders/senders.router';
 import { findSender } from '../../resources/senders/senders.service';
-import { emptyForm, ErrorSummary, Field, submitRoute, type Choice, type FormState } from '../form-kit';
-import { Csrf, Layout } from '../layout';
+import { emptyForm, Field, submitRoute, type Choice, type FormState } from '../form-kit';
 import { pageContext, sendPage, type PageContext } from '../respond';
-import { posted, routeOf, withNone } from './sender-kit';
+import { FormPage, posted, routeOf, withNone } from './sender-kit';
 
 /**
  * A sender's form, to add one (POST /sender/save) or change one (POST /sender/update): every
@@ -75,11 +74,25 @@ async function placeChoices(p: PageContext, values: Record<string, unknown>) {
   };
 }
 
-function SenderForm({ action, state, csrf, choices, submit }: { action: string; state: FormState; csrf: string; choices: Awaited<ReturnType<typeof placeChoices>>; submit: string }) {
+async function renderForm(res: Response, p: PageContext, status: number, opts: { title: string; action: string; submit: string; state: FormState }): Promise<void> {
+  const { state } = opts;
+  const choices = await placeChoices(p, state.values);
   const idHint = (what: string, first: string) => `Choose ${first} first to pick from a list, or type the ${what}’s id.`;
-  return (
-    <form method="post" action={action} class="form" noValidate data-places="/app/senders/places.json">
-      <Csrf token={csrf} />
+  sendPage(
+    res,
+    status,
+    <FormPage
+      heading={opts.title}
+      active="senders"
+      csrf={p.session.csrf}
+      back={{ href: '/app/senders', label: 'Senders' }}
+      state={state}
+      fields={FIELDS}
+      action={opts.action}
+      submit={opts.submit}
+      scripts={['settings.js']}
+      attrs={{ 'data-places': '/app/senders/places.json' }}
+    >
       <fieldset>
         <legend>Who the mail is from</legend>
         <Field state={state} name="nickname" label="Nickname" hint="A name for this sender inside the account." required />
@@ -104,27 +117,7 @@ function SenderForm({ action, state, csrf, choices, submit }: { action: string; 
           <Field state={state} name="city_id" label="City" type="number" hint={idHint('city', 'a state')} attrs={{ min: 1, 'data-place': 'city' }} />
         )}
       </fieldset>
-      <div class="actions">
-        <button type="submit">{submit}</button>
-        <a href="/app/senders">Cancel</a>
-      </div>
-    </form>
-  );
-}
-
-async function renderForm(res: Response, p: PageContext, status: number, opts: { title: string; action: string; submit: string; state: FormState }): Promise<void> {
-  const choices = await placeChoices(p, opts.state.values);
-  sendPage(
-    res,
-    status,
-    <Layout title={opts.title} csrf={p.session.csrf} active="senders" scripts={['settings.js']} styles={['settings.css']}>
-      <p>
-        <a href="/app/senders">Senders</a>
-      </p>
-      <h1>{opts.title}</h1>
-      <ErrorSummary state={opts.state} fields={FIELDS} />
-      <SenderForm action={opts.action} state={opts.state} csrf={p.session.csrf} choices={choices} submit={opts.submit} />
-    </Layout>,
+    </FormPage>,
   );
 }
 

@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { unsubscribeGroupRoutes } from '../../resources/unsubscribe-groups/unsubscribe-groups.router';
 import { findGroup } from '../../resources/unsubscribe-groups/unsubscribe-groups.service';
-import { emptyForm, ErrorSummary, Field, submitRoute, type FormState } from '../form-kit';
-import { Csrf, Layout, MessagePage } from '../layout';
+import { emptyForm, Field, submitRoute, type FormState } from '../form-kit';
+import { MessagePage } from '../layout';
 import { sendPage, type PageContext } from '../respond';
-import { posted, routeOf } from './sender-kit';
+import { FormPage, posted, routeOf } from './sender-kit';
 
 /**
  * Unsubscribe groups: add (POST /unsubscribes-groups/save), change (…/update) and delete
@@ -25,23 +25,20 @@ function renderForm(res: Response, p: PageContext, status: number, opts: { title
   sendPage(
     res,
     status,
-    <Layout title={opts.title} csrf={p.session.csrf} active="senders" styles={['settings.css']}>
-      <p>
-        <a href="/app/senders#groups">Unsubscribe groups</a>
-      </p>
-      <h1>{opts.title}</h1>
-      <ErrorSummary state={state} fields={FIELDS} />
-      <form method="post" action={opts.action} class="form" noValidate>
-        <Csrf token={p.session.csrf} />
-        <Field state={state} name="group_name" label="Name" required />
-        <Field state={state} name="description" label="Description" type="textarea" rows={3} hint="What recipients of this group get; the preferences page shows it." required />
-        <Field state={state} name="is_display" label="On the unsubscribe preferences page" type="select" choices={DISPLAY} required />
-        <div class="actions">
-          <button type="submit">{opts.submit}</button>
-          <a href="/app/senders#groups">Cancel</a>
-        </div>
-      </form>
-    </Layout>,
+    <FormPage
+      heading={opts.title}
+      active="senders"
+      csrf={p.session.csrf}
+      back={{ href: '/app/senders#groups', label: 'Unsubscribe groups' }}
+      state={state}
+      fields={FIELDS}
+      action={opts.action}
+      submit={opts.submit}
+    >
+      <Field state={state} name="group_name" label="Name" required />
+      <Field state={state} name="description" label="Description" type="textarea" rows={3} hint="What recipients of this group get; the preferences page shows it." required />
+      <Field state={state} name="is_display" label="On the unsubscribe preferences page" type="select" choices={DISPLAY} required />
+    </FormPage>,
   );
 }
 

@@ -1,7 +1,9 @@
 import type { Request } from 'express';
+import type { ComponentChildren } from 'preact';
 import type { FieldErrors } from '../../http/errors';
 import type { RouteDef } from '../../http/routes';
-import type { Choice } from '../form-kit';
+import { ErrorSummary, type Choice, type FormState } from '../form-kit';
+import { Csrf, Layout, type NavKey } from '../layout';
 
 /**
  * Small pieces the settings pages share (senders, unsubscribe groups, automations): the API
@@ -51,3 +53,47 @@ export function Refusal({ errors }: { errors?: FieldErrors }) {
 
 /** A select's choices after an empty first one (`label` says what choosing nothing means). */
 export const withNone = (label: string, choices: Choice[]): Choice[] => [{ value: '', label }, ...choices];
+
+interface FormPageProps {
+  /** The page's heading; `title` its document title when it says more. */
+  heading: string;
+  title?: string;
+  active: NavKey;
+  csrf: string;
+  /** Where the page belongs (a link above the heading, and where Cancel goes). */
+  back: { href: string; label: string };
+  state: FormState;
+  /** The fields the form shows, in order (the summary's messages link to them). */
+  fields: string[];
+  action: string;
+  submit: string;
+  scripts?: string[];
+  /** Extra attributes of the form (data-* for its script). */
+  attrs?: Record<string, string>;
+  children: ComponentChildren;
+}
+
+/**
+ * A settings form's page: the way back, the heading, the refused form's summary, then the form
+ * (POST with the CSRF token; the browser's own checks off, so the API's messages are the ones
+ * shown), its fields, and Save / Cancel.
+ */
+export function FormPage(props: FormPageProps) {
+  return (
+    <Layout title={props.title ?? props.heading} csrf={props.csrf} active={props.active} scripts={props.scripts} styles={['settings.css']}>
+      <p>
+        <a href={props.back.href}>{props.back.label}</a>
+      </p>
+      <h1>{props.heading}</h1>
+      <ErrorSummary state={props.state} fields={props.fields} />
+      <form method="post" action={props.action} class="form" noValidate {...props.attrs}>
+        <Csrf token={props.csrf} />
+        {props.children}
+        <div class="actions">
+          <button type="submit">{props.submit}</button>
+          <a href={props.back.href}>Cancel</a>
+        </div>
+      </form>
+    </Layout>
+  );
+}
