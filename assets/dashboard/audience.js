@@ -57,8 +57,8 @@ if (segmentForm) {
     if (rule && event.target.matches('[data-rule-field]')) fitOperators(rule);
     later();
   });
+  // Counted once something changes: until then the page's own sentence (the saved count) stands.
   segmentForm.addEventListener('input', later);
-  count();
 }
 
 /** The mapping step's import: the page waits for the import's answer; meanwhile its rows are followed. */

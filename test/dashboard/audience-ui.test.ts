@@ -518,7 +518,7 @@ describeBrowser('lists, contacts and segments in a browser', () => {
     await checked();
     await page.fill('#field-value-0', '.com');
     await click('button:has-text("Save the segment")');
-    expect(await page.locator('#segment-count').innerText()).toBe('2 contacts match these rules.');
+    expect(await page.locator('#segment-count').innerText()).toBe('2 contacts match the saved rules.');
     await click('a:has-text("Open its members")');
     expect(await page.locator('[data-metric="members"]').innerText()).toBe('2');
     await checked();

@@ -10,8 +10,8 @@ import { unsubscriberRoutes } from '../../resources/unsubscribers/unsubscribers.
 import { emptyForm, ErrorSummary, Field, submitRoute, type Choice, type FormState } from '../form-kit';
 import { Csrf, Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
-import { findList, pathId, type ListRow } from './lists';
-import { posted, Refusal, routeOf, withNone } from './sender-kit';
+import { findList, pathId, sendRefusal, type ListRow } from './lists';
+import { posted, routeOf, withNone } from './sender-kit';
 
 /**
  * A contact by hand: add one to a list, edit it (reserved and custom fields, or move it to
@@ -200,19 +200,8 @@ export async function deleteContactAction(req: Request, res: Response, p: PageCo
   res.redirect(303, `/app/lists/${contact.contact_type_id}?done=contact-deleted`);
 }
 
-function refused(res: Response, p: PageContext, id: number, status: number, errors: Record<string, string[]>): void {
-  sendPage(
-    res,
-    status,
-    <Layout title="Refused" csrf={p.session.csrf} active="contacts">
-      <h1>That was refused</h1>
-      <Refusal errors={errors} />
-      <p>
-        <a href={`/app/contacts/${id}`}>Back to the contact</a>
-      </p>
-    </Layout>,
-  );
-}
+const refused = (res: Response, p: PageContext, id: number, status: number, errors: Record<string, string[]>) =>
+  sendRefusal(res, p, status, 'That was refused', errors, { href: `/app/contacts/${id}`, label: 'Back to the contact' });
 
 /** POST /global-unsubscribes/save with the contact's address: no email goes to it from any send or automation. */
 export async function unsubscribeAction(req: Request, res: Response, p: PageContext): Promise<void> {

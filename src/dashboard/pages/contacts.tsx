@@ -37,6 +37,15 @@ const EVENTS_PER_PAGE = 100;
 export const importResult = (i: { inserted: number; updated: number; unchanged: number; skipped: number }) =>
   `created ${count(i.inserted)}, updated ${count(i.updated)}, refused ${count(i.skipped)}${i.unchanged > 0 ? `, unchanged ${count(i.unchanged)}` : ''}`;
 
+/** The bar and status line an import's script fills (`<prefix>-progress-box`, `<prefix>-progress`, `<prefix>-status`). */
+export const ImportProgress = ({ prefix }: { prefix: string }) => (
+  <div class="progress" hidden id={`${prefix}-progress-box`}>
+    <label for={`${prefix}-progress`}>Rows imported</label>
+    <progress id={`${prefix}-progress`} max={100} value={0} />
+    <p id={`${prefix}-status`} role="status" aria-live="polite" />
+  </div>
+);
+
 export async function contactsPage(req: Request, res: Response, p: PageContext): Promise<void> {
   const [types, segments, imports] = await Promise.all([
     listContactTypes(p.ctx),
@@ -114,11 +123,7 @@ export async function contactsPage(req: Request, res: Response, p: PageContext):
             <input id="import-file" name="file" type="file" accept=".csv,text/csv" required />
             <button type="submit">Import</button>
             <p class="muted">Columns are matched by their header. To choose which column is which, or for a file separated by semicolons or tabs, import from the list’s page.</p>
-            <div class="progress" hidden id="import-progress-box">
-              <label for="import-progress">Rows imported</label>
-              <progress id="import-progress" max={100} value={0} />
-              <p id="import-status" role="status" aria-live="polite" />
-            </div>
+            <ImportProgress prefix="import" />
           </form>
         )}
       </Section>

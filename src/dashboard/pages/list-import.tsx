@@ -18,6 +18,7 @@ import { ErrorSummary, Field, FORM_ERROR, type Choice, type FormState } from '..
 import { Csrf, Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { uploadBody } from '../upload';
+import { ImportProgress } from './contacts';
 import { findList, listPage, pathId, type ListRow } from './lists';
 
 /**
@@ -222,11 +223,7 @@ async function sendMapping(res: Response, p: PageContext, list: ListRow, token: 
           <button type="submit">Import</button>
           <a href={`/app/lists/${list.id}`}>Cancel</a>
         </div>
-        <div class="progress" hidden id="map-progress-box">
-          <label for="map-progress">Rows imported</label>
-          <progress id="map-progress" max={100} value={0} />
-          <p id="map-status" role="status" aria-live="polite" />
-        </div>
+        <ImportProgress prefix="map" />
       </form>
       <Section title="The first rows" id="preview">
         <div class="table-box" role="region" aria-labelledby="table-preview" tabIndex={0}>

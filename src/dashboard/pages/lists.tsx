@@ -7,6 +7,7 @@ import { listImports } from '../../resources/contacts/import-history.service';
 import { listSegments } from '../../resources/segments/segments.service';
 import { Section, Table } from '../components';
 import { emptyForm, ErrorSummary, errorsFor, Field, fieldId, submitRoute, type FormState } from '../form-kit';
+import type { FieldErrors } from '../../http/errors';
 import { count, when } from '../format';
 import { Csrf, Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
@@ -167,17 +168,7 @@ export async function deleteListAction(req: Request, res: Response, p: PageConte
   const list = await findList(p, pathId(req.params.id));
   const done = await submitRoute(DELETE, p, req, res, { query: { contact_type_id: list.id } });
   if (!done.ok) {
-    sendPage(
-      res,
-      done.status,
-      <Layout title="Refused" csrf={p.session.csrf} active="contacts">
-        <h1>The list was not deleted</h1>
-        <Refusal errors={done.errors} />
-        <p>
-          <a href={`/app/lists/${list.id}`}>Back to the list</a>
-        </p>
-      </Layout>,
-    );
+    sendRefusal(res, p, done.status, 'The list was not deleted', done.errors, { href: `/app/lists/${list.id}`, label: 'Back to the list' });
     return;
   }
   res.redirect(303, '/app/contacts?done=list-deleted');
@@ -306,6 +297,10 @@ export async function listPage(req: Request, res: Response, p: PageContext, uplo
   );
 }
 
+/** A control's messages below it (`<id>-errors`, which the control's aria-describedby names). */
+export const FieldMessages = ({ id, messages }: { id: string; messages: string[] }) =>
+  messages.length ? <ul class="field-errors" id={`${id}-errors`}>{messages.map((m) => <li>{m}</li>)}</ul> : null;
+
 /** The upload's file control with its messages beside it (form-kit's Field has no file type). */
 function FileField({ state }: { state: FormState }) {
   const id = fieldId('file');
@@ -316,14 +311,25 @@ function FileField({ state }: { state: FormState }) {
         CSV file<span class="required" aria-hidden="true"> *</span>
       </label>
       <input id={id} name="file" type="file" accept=".csv,text/csv" required aria-invalid={messages.length ? 'true' : undefined} aria-describedby={messages.length ? `${id}-errors` : undefined} />
-      {messages.length ? (
-        <ul class="field-errors" id={`${id}-errors`}>
-          {messages.map((m) => (
-            <li>{m}</li>
-          ))}
-        </ul>
-      ) : null}
+      <FieldMessages id={id} messages={messages} />
     </div>
+  );
+}
+
+/** An action the API refused (no form of its own to show it beside): its words, and the way back. */
+export function sendRefusal(res: Response, p: PageContext, status: number, heading: string, errors: FieldErrors, back?: { href: string; label: string }): void {
+  sendPage(
+    res,
+    status,
+    <Layout title="Refused" csrf={p.session.csrf} active="contacts">
+      <h1>{heading}</h1>
+      <Refusal errors={errors} />
+      {back ? (
+        <p>
+          <a href={back.href}>{back.label}</a>
+        </p>
+      ) : null}
+    </Layout>,
   );
 }
 
@@ -340,16 +346,7 @@ async function importedNow(req: Request, p: PageContext) {
 /** GET /contacts/export for a list or a segment, streamed as the API streams it (formulas neutralised there). */
 export async function exportAction(req: Request, res: Response, p: PageContext, query: Record<string, number>): Promise<void> {
   const done = await submitRoute(routeOf(contactRoutes, '/contacts/export'), p, req, res, { query });
-  if (!done.ok && !res.headersSent) {
-    sendPage(
-      res,
-      done.status,
-      <Layout title="Refused" csrf={p.session.csrf} active="contacts">
-        <h1>Not exported</h1>
-        <Refusal errors={done.errors} />
-      </Layout>,
-    );
-  }
+  if (!done.ok && !res.headersSent) sendRefusal(res, p, done.status, 'Not exported', done.errors);
 }
 
 export const exportListAction = (req: Request, res: Response, p: PageContext) => exportAction(req, res, p, { contact_type_id: pathId(req.params.id) });

@@ -13,8 +13,8 @@ import { emptyForm, ErrorSummary, Field, submitRoute, type Choice, type FormStat
 import { count } from '../format';
 import { Csrf, Layout } from '../layout';
 import { errorLines, pageContext, sendPage, type PageContext } from '../respond';
-import { exportAction, pageOf, Pager, pathId, PER_PAGE, type ListRow } from './lists';
-import { Flash, Refusal, routeOf } from './sender-kit';
+import { exportAction, FieldMessages, pageOf, Pager, pathId, PER_PAGE, sendRefusal, type ListRow } from './lists';
+import { Flash, routeOf } from './sender-kit';
 
 /**
  * Segments: a rule builder whose fields are the account's (reserved and custom, by id) and whose
@@ -128,13 +128,7 @@ function RuleRow({ i, state, b }: { i: number; state: FormState; b: Builder }) {
             </option>
           ))}
         </select>
-        {state.errors[`select_operator.${i}`] ? (
-          <ul class="field-errors" id={`field-select_operator-${i}-errors`}>
-            {state.errors[`select_operator.${i}`].map((m) => (
-              <li>{m}</li>
-            ))}
-          </ul>
-        ) : null}
+        <FieldMessages id={`field-select_operator-${i}`} messages={state.errors[`select_operator.${i}`] ?? []} />
       </div>
       <Field state={state} name={`value.${i}`} label="Value" hint="For “is between”: low,high. Dates as YYYY-MM-DD." attrs={{ maxlength: 1000, autocomplete: 'off' }} />
     </fieldset>
@@ -275,14 +269,7 @@ export async function deleteSegmentAction(req: Request, res: Response, p: PageCo
   const saved = await loadSegment(req, res, p);
   const done = await submitRoute(DELETE, p, req, res, { query: { segment_id: saved.id } });
   if (!done.ok) {
-    sendPage(
-      res,
-      done.status,
-      <Layout title="Refused" csrf={p.session.csrf} active="contacts">
-        <h1>The segment was not deleted</h1>
-        <Refusal errors={done.errors} />
-      </Layout>,
-    );
+    sendRefusal(res, p, done.status, 'The segment was not deleted', done.errors, { href: `/app/segments/${saved.id}`, label: 'Back to the segment' });
     return;
   }
   res.redirect(303, '/app/contacts?done=segment-deleted');
