@@ -59,6 +59,20 @@ beforeAll(async () => {
   await refsFor(b, B);
 });
 
+/** POST /single/send/create for account a (due now, to its list) with these fields besides. */
+function createSendOfA(fields: Record<string, unknown>) {
+  return api(app, a).form('/single/send/create', {
+    sender_id: A.sender,
+    unsubscribe_group_id: A.group,
+    single_send_name: 'X',
+    subject: 'X',
+    preheader: 'X',
+    recipient_id: [`contacts_${A.list}`],
+    schedule_type: 0,
+    ...fields,
+  });
+}
+
 async function save(account: TestAccount, fields: Record<string, unknown>): Promise<{ id: number; format: string; notices: string[] }> {
   const res = await api(app, account).form('/designs/save', fields);
   expectSuccess(res);
@@ -349,16 +363,7 @@ describe('saved designs as templates', () => {
     expect(parts?.html).toBe(html_code);
 
     const theirs = await saveHtml(b, 'Theirs');
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: theirs.id,
-      sender_id: A.sender,
-      unsubscribe_group_id: A.group,
-      single_send_name: 'X',
-      subject: 'X',
-      preheader: 'X',
-      recipient_id: [`contacts_${A.list}`],
-      schedule_type: 0,
-    });
+    const res = await createSendOfA({ template_id: theirs.id });
     expectVal(res, { template_id: ['The selected template id is invalid.'] });
   });
 
@@ -391,19 +396,7 @@ describe('saved designs as templates', () => {
     expect(parts?.html).toContain('Hey ((first_name))');
 
     const theirs = await saveHtml(b, 'Theirs');
-    const res = await api(app, a).form('/single/send/create', {
-      template_id: 1,
-      template_html: COMPLETE_HTML,
-      sender_id: A.sender,
-      unsubscribe_group_id: A.group,
-      single_send_name: 'X',
-      subject: 'X',
-      preheader: 'X',
-      recipient_id: [`contacts_${A.list}`],
-      schedule_type: 0,
-      ab_test_type: 'design',
-      'ab_variations[0][template_id]': theirs.id,
-    });
+    const res = await createSendOfA({ template_id: 1, template_html: COMPLETE_HTML, ab_test_type: 'design', 'ab_variations[0][template_id]': theirs.id });
     expectVal(res, { 'ab_variations.0.template_id': ['The selected ab variations.0.template id is invalid.'] });
   });
 });
@@ -419,16 +412,7 @@ describe('DELETE /designs/delete', () => {
     expectNF1(await api(app, a).get(`/designs/details?id=${design.id}`));
     expectNF1(await api(app, a).delete(`/designs/delete?id=${design.id}`));
     expect((await designParts(db, a.id, { kind: 'single_send', singleSendId: send.id }))?.html).toBe(html_code);
-    const again = await api(app, a).form('/single/send/create', {
-      template_id: design.id,
-      sender_id: A.sender,
-      unsubscribe_group_id: A.group,
-      single_send_name: 'X',
-      subject: 'X',
-      preheader: 'X',
-      recipient_id: [`contacts_${A.list}`],
-      schedule_type: 0,
-    });
+    const again = await createSendOfA({ template_id: design.id });
     expectVal(again, { template_id: ['The selected template id is invalid.'] });
   });
 
