@@ -7,7 +7,6 @@ import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
 import { describeBrowser, launchChromium, loopbackOnly } from '../helpers/browser';
 import { makeContacts, makeContactType, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
-import { createSend } from '../helpers/sends';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { runWorker, waitForSend } from '../helpers/worker';
@@ -389,4 +388,148 @@ describe('guards', () => {
     expect({ name: row.single_send_name, status: row.status, deleted: row.deleted_at }).toEqual({ name: 'Guarded', status: 0, deleted: null });
     expect(await db('single_sends').where({ user_id: other.a.id, single_send_name: 'Guarded (copy)' }).first()).toBeUndefined();
   });
+});
+
+describeBrowser('a campaign from the browser', () => {
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let served: Served;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    served = await serve(app);
+    browser = await launchChromium();
+    context = await browser.newContext({ timezoneId: TZ, viewport: { width: 1280, height: 900 } });
+    await loopbackOnly(context);
+    page = await context.newPage();
+    page.on('console', (m) => {
+      // An email's remote resources (its open pixel at PUBLIC_URL) are stopped by loopbackOnly on purpose.
+      if (m.type() === 'error' && !/ERR_BLOCKED_BY_CLIENT/.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await served?.close();
+  });
+
+  afterEach(() => {
+    expect(problems.splice(0)).toEqual([]);
+  });
+
+  const base = () => served.base;
+
+  async function axe(): Promise<string[]> {
+    await page.evaluate(AXE);
+    const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> };
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  }
+
+  async function click(selector: string): Promise<void> {
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click(selector)]);
+  }
+
+  let utr = '';
+
+  it('signs in, makes a draft with only its name, leaves, comes back and finishes it (the live count as recipients are chosen)', async () => {
+    await page.goto(`${base()}/app`);
+    await page.fill('input[name="public_key"]', w.a.public_key);
+    await page.fill('input[name="secret_key"]', w.a.secret_key);
+    await click('button:has-text("Sign in")');
+    await page.goto(`${base()}/app/sends`);
+    expect(await axe()).toEqual([]);
+    await click('a:has-text("New send")');
+    expect(await axe()).toEqual([]);
+    await page.fill('#field-single_send_name', 'Browser campaign');
+    await click('button[value="draft"]');
+    expect(await page.locator('.flash').innerText()).toBe('Saved as a draft.');
+    utr = utrOf(page.url());
+    expect((await sendRow(utr)).status).toBe(0);
+
+    // Leave, come back through the list, finish it.
+    await page.goto(`${base()}/app/sends?q=Browser`);
+    await click('a:has-text("Browser campaign")');
+    await click('a.button:has-text("Edit")');
+    expect(await page.inputValue('#field-single_send_name')).toBe('Browser campaign');
+    await page.fill('#field-subject', 'Hi ((first_name))');
+    await page.fill('#field-preheader', 'From the browser');
+    await page.selectOption('#field-template_id', '1');
+    await page.fill('#field-template_html', HTML);
+    await page.selectOption('#field-sender_id', String(w.sender));
+    await page.selectOption('#field-unsubscribe_group_id', String(w.group));
+    await page.selectOption('#field-recipient_id', [`contacts_${w.list}`]);
+    await page.locator('#audience-count', { hasText: /^3 recipients$/ }).waitFor();
+    await page.selectOption('#field-exclude_specific_recipient_id', [`segments_${w.segment}`]);
+    await page.locator('#audience-count', { hasText: /^0 recipients$/ }).waitFor();
+    await page.selectOption('#field-exclude_specific_recipient_id', []);
+    await page.locator('#audience-count', { hasText: /^3 recipients$/ }).waitFor();
+    expect(await axe()).toEqual([]);
+    await click('button[value="draft"]');
+    expect(await page.locator('.flash').innerText()).toBe('Saved as a draft.');
+    const row = await sendRow(utr);
+    expect({ status: row.status, subject: row.subject, sender: row.sender_id }).toEqual({ status: 0, subject: 'Hi ((first_name))', sender: w.sender });
+  }, 60_000);
+
+  it('previews it as a contact found by address, at desktop and phone width, with its text part', async () => {
+    await page.fill('#preview-q', w.emails[1]);
+    await click('#preview button:has-text("Find")');
+    await click(`a[data-contact-id="${w.contacts[1]}"]`);
+    expect(await page.locator('[data-preview-subject]').innerText()).toBe('Hi Bob');
+    const desktop = page.frameLocator('iframe[title="The email at desktop width"]');
+    await expect(desktop.locator('body').innerText()).resolves.toContain('Hello Bob');
+    const phone = page.locator('iframe[title="The email at phone width"]');
+    await phone.scrollIntoViewIfNeeded();
+    await expect(page.frameLocator('iframe[title="The email at phone width"]').locator('body').innerText()).resolves.toContain('Hello Bob');
+    expect((await phone.boundingBox())!.width).toBeLessThanOrEqual(377);
+    await page.click('summary:has-text("Text part")');
+    expect(await page.locator('[data-preview-text]').innerText()).toContain('Hello Bob');
+    expect(await axe()).toEqual([]);
+  }, 60_000);
+
+  it('sends a test to the SMTP server: [Test], DKIM-signed, the contact’s values', async () => {
+    const before = sink.received.length;
+    expect(await page.inputValue('#test #field-contact_id')).toBe(String(w.contacts[1]));
+    await page.fill('#field-emails', 'tester@example.net');
+    await click('button:has-text("Send the test")');
+    expect(await page.locator('.flash').innerText()).toBe('Test sent: 1 message.');
+    const mail = await waitFor('the test copy', () => sink.received.slice(before).find((m) => m.to.includes('tester@example.net')));
+    expect(mail.raw).toMatch(/^DKIM-Signature:/m);
+    expect(mail.raw).toMatch(/^Subject: \[Test\] Hi Bob/m);
+    expect((await sendRow(utr)).status).toBe(0);
+  }, 60_000);
+
+  it('schedules it a minute ahead, unschedules it, schedules it again and it completes; the report shows it', async () => {
+    await page.fill('#field-send_at', localAhead(60).local);
+    await click('#schedule button:has-text("Schedule")');
+    expect(await page.locator('.flash').innerText()).toBe('Scheduled.');
+    expect((await sendRow(utr)).status).toBe(1);
+    await page.goto(`${base()}/app/sends/calendar`);
+    expect(await page.locator(`.calendar a[href="/app/sends/${utr}"]`).count()).toBe(1);
+    expect(await axe()).toEqual([]);
+    await page.goto(`${base()}/app/sends/${utr}`);
+    await click('button:has-text("Unschedule")');
+    expect(await page.locator('.flash').innerText()).toBe('Unscheduled: the send is a draft again.');
+    expect((await sendRow(utr)).status).toBe(0);
+    const at = localAhead(60);
+    await page.fill('#field-send_at', at.local);
+    await click('#schedule button:has-text("Schedule")');
+    expect(new Date((await sendRow(utr)).due_at).getTime()).toBe(at.utc.getTime());
+    await waitForSend(db, utr, 3, 180_000);
+    await page.goto(`${base()}/app/sends/${utr}`);
+    expect(await page.locator('h1').innerText()).toBe('Browser campaign');
+    expect(await page.locator('[data-metric="delivered"]').innerText()).toBe('3');
+    expect(sink.received.filter((m) => m.raw.includes('Subject: Hi Bob')).length).toBe(1);
+  }, 240_000);
+
+  it('fits a 375 px window and stays axe-clean there', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const path of ['/app/sends', '/app/sends/calendar', '/app/sends/new', `/app/sends/${utr}/preview?contact_id=${w.contacts[0]}`, `/app/sends/${utr}`]) {
+      await page.goto(`${base()}${path}`, { waitUntil: 'load' });
+      const m = await measureWidth(page);
+      expect({ path, scroll: m.scroll, outside: m.outside }).toEqual({ path, scroll: 375, outside: [] });
+      expect({ path, axe: await axe() }).toEqual({ path, axe: [] });
+    }
+  }, 60_000);
 });

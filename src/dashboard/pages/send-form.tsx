@@ -98,10 +98,12 @@ export function apiBody(values: Record<string, unknown>, tz: string, mode: SaveM
   const type = str(values.ab_test_type).trim();
   if (type) {
     body.ab_test_type = type;
-    const variations = Array.from({ length: VARIATIONS }, (_, i) =>
+    const rows = Array.from({ length: VARIATIONS }, (_, i) =>
       Object.fromEntries(VARIATION_FIELDS.map((f) => [f, str(values[`ab_variations.${i}.${f}`])]).filter(([, v]) => v.trim() !== '')),
-    ).filter((v) => Object.keys(v).length > 0);
-    if (variations.length) body.ab_variations = variations;
+    );
+    // Up to the last variation given: an empty one before it stays, so the API's `ab_variations.<i>` keys name the form's rows.
+    const last = rows.findLastIndex((v) => Object.keys(v).length > 0);
+    if (last >= 0) body.ab_variations = rows.slice(0, last + 1);
     for (const f of AB_SETTINGS) if (str(values[f]).trim() !== '') body[f] = str(values[f]);
   }
   if (mode === 'draft' || mode === 'now') body.draft = 1;
