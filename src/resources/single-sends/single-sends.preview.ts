@@ -3,7 +3,7 @@ import type { Ctx } from '../../context';
 import { signPieces } from '../../dkim/sign';
 import { verpAddress } from '../../bounces/verp';
 import { RESERVED_COLUMNS } from '../../contacts/columns';
-import { AppError, invalid, notFound1, type FieldErrors } from '../../http/errors';
+import { AppError, invalid, notFound2, type FieldErrors } from '../../http/errors';
 import { MailError, type Mailer } from '../../mail/mailer';
 import type { ContactFields, RecipientData, RenderedContent } from '../../render/render';
 import { compileSource, unsentClickUrl, unsentToken, type CompiledSource } from '../../render/preview-source';
@@ -44,7 +44,10 @@ async function sourcesOf(ctx: Ctx, row: SingleSendRow): Promise<VariationSource[
 
 type Person = Omit<RecipientData, 'token'>;
 
-/** A live contact of the account, read as the sender reads a recipient row's contact (its country by name); NF1 for anything else. */
+/**
+ * A live contact of the account, read as the sender reads a recipient row's contact (its country
+ * by name); anything else answers the route's not found (NF2, as for its utr: one not-found per route).
+ */
 async function contactOf(ctx: Ctx, contactId: number): Promise<Person> {
   const columns = RESERVED_COLUMNS.filter((f) => f !== 'country').map((f) => `contacts.${f}`);
   const c = (await liveRows(ctx, 'contacts')
@@ -53,7 +56,7 @@ async function contactOf(ctx: Ctx, contactId: number): Promise<Person> {
     .first(...columns, 'co.name as country', 'contacts.custom_fields')) as
     | (ContactFields & { email: string; custom_fields: Record<string, unknown> | null })
     | undefined;
-  if (!c) throw notFound1();
+  if (!c) throw notFound2();
   return { email: c.email, fields: c, custom: c.custom_fields };
 }
 
@@ -79,7 +82,7 @@ export interface SendPreview extends RenderedContent {
 }
 
 /**
- * GET /single/send/preview: what contact `contactId` of the account (NF1 for any other) would get
+ * GET /single/send/preview: what contact `contactId` of the account (NF2 for any other) would get
  * from send `utr` (NF2), or the sample person without one — subject, HTML and text, placeholders
  * filled, tracked links and the unsubscribe link as the message has them (their tokens name no
  * message). Works on drafts: what is missing renders empty, and a draft without a design answers

@@ -108,11 +108,11 @@ export const singleSendRoutes: RouteDef[] = [
     description:
       'Rendered by the function the send uses: byte for byte the message but for the tokens of its open pixel, unsubscribe and tracked ' +
       'links (which name no message here). An A/B send also answers `variations`: each variation’s message, A first. Works on drafts; ' +
-      'a draft without a design answers VAL (`template_id`). A contact of another account, or none, answers NF1.',
+      'a draft without a design answers VAL (`template_id`). A contact of another account, or none, answers NF2 like the utr.',
     id: utrId,
     query: previewQuery,
     response: previewResponse,
-    failures: ['AUTH', 'VAL', 'NF1', 'NF2'],
+    failures: ['AUTH', 'VAL', 'NF2'],
     handle: async ({ ctx, deps, utr, query }) => ok(await previewSingleSend(ctx, deps.config, utr, query.contact_id)),
   }),
   route({
@@ -121,14 +121,14 @@ export const singleSendRoutes: RouteDef[] = [
     tag,
     summary: 'Herald extension: send a test copy of each variation to 1–10 addresses, “[Test] ” before the subject, DKIM-signed',
     description:
-      'Filled with the values of `contact_id` (sample values without it). Not counted in the send’s statistics and no status change. ' +
+      'Filled with the values of `contact_id` (sample values without it; another account’s contact answers NF2 like the utr). Not counted in the send’s statistics and no status change. ' +
       'VAL: a send without a subject, verified sender or design, or a suppressed address. ' +
       `At most ${TEST_MESSAGES_PER_HOUR} test messages per account in any hour: past it 429 (\`Too Many Requests…\`) with a Retry-After header. ` +
       'A mail server that does not take a message: 503 with the server’s answer (the messages not sent do not count).',
     id: { ...utrId, requiredMessage: true },
     body: testSendBody,
     response: z.object({ sent: z.number().int().meta({ description: 'test messages sent' }) }),
-    failures: ['AUTH', 'VAL', 'NF1', 'NF2'],
+    failures: ['AUTH', 'VAL', 'NF2'],
     handle: async ({ ctx, deps, utr, body }) => ok({ sent: await sendTestMessages(ctx, deps, utr, body) }),
   }),
   route({
