@@ -16,21 +16,7 @@ export interface ContactExport {
 }
 
 /** One exported person: the reserved columns as the import reads them, and custom values by field id. */
-interface ExportRow {
-  id: number;
-  first_name: string | null;
-  last_name: string | null;
-  email: string;
-  alt_email: string | null;
-  country: string | null;
-  state: string | null;
-  city: string | null;
-  address_line1: string | null;
-  address_line2: string | null;
-  state_province_region: string | null;
-  postal_code: string | null;
-  custom_fields: Record<string, string> | null;
-}
+type ExportRow = Record<(typeof RESERVED_COLUMNS)[number], string | null> & { id: number; custom_fields: Record<string, string> | null };
 
 /** Rows per statement: keyset batches, so the export holds one batch at a time whatever the list's size. */
 const BATCH = 5000;
@@ -46,17 +32,8 @@ const CONTACT_COLUMNS = [
   'c.custom_fields',
 ];
 // Hand-added segment recipients have no alternate address, second address line, region,
-// postal code or custom values.
-const RECIPIENT_COLUMNS = [
-  'r.id',
-  'r.first_name',
-  'r.last_name',
-  'r.email',
-  'r.country',
-  'r.state',
-  'r.city',
-  'r.address_line1',
-];
+// postal code or custom values (the CSV leaves those cells empty).
+const RECIPIENT_COLUMNS = ['id', 'first_name', 'last_name', 'email', 'country', 'state', 'city', 'address_line1'].map((col) => `r.${col}`);
 
 /** Keyset batches in id order: `fetch(after)` returns rows with ids above `after`, at most BATCH of them. */
 async function* batches(fetch: (after: number) => Promise<ExportRow[]>): AsyncGenerator<ExportRow[]> {
