@@ -117,7 +117,8 @@ export const contactRoutes: RouteDef[] = [
       'names; unknown columns are ignored; `country` may be a name, an ISO code or an id. Existing contacts ' +
       '(same type, same email) are updated, blank cells keep their values (a row that would change nothing ' +
       'writes nothing and counts as unchanged); rows with an invalid email or value ' +
-      'are skipped. Counts and reasons: GET /contacts/imports.',
+      'are skipped. Values may be separated by `,`, `;` or a tab: whichever the header line holds most often ' +
+      '(`,` on a tie). Counts and reasons: GET /contacts/imports.',
     body: z.object({ contact_type_id: id(), file: uploadedFile(['csv']) }),
     file: { field: 'file', maxBytes: (deps) => deps.config.importMaxBytes },
     response: confirmation(messages.imported),
