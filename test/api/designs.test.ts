@@ -73,6 +73,30 @@ function createSendOfA(fields: Record<string, unknown>) {
   });
 }
 
+/** A custom automation of account a (a draft); returns its utr. */
+async function automationOfA(): Promise<string> {
+  const created = await api(app, a).form('/automations/create', {
+    type: 'custom',
+    automation_for: `contacts_${A.list}`,
+    automation_name: 'Flow',
+    unsubscribe_group_id: A.group,
+  });
+  expectSuccess(created);
+  return created.body.message.utr as string;
+}
+
+/** POST /automations/schedule/create: an email of automation `utr` of account a with this design. */
+const addEmailOfA = (utr: string, templateId: number) =>
+  api(app, a).form('/automations/schedule/create', {
+    utr,
+    sender_id: A.sender,
+    subject: 'Hi',
+    waiting_period: 1,
+    waiting_type: 'instantly',
+    template_id: templateId,
+    preview_img: 'template-saved.png',
+  });
+
 async function save(account: TestAccount, fields: Record<string, unknown>): Promise<{ id: number; format: string; notices: string[] }> {
   const res = await api(app, account).form('/designs/save', fields);
   expectSuccess(res);
@@ -369,18 +393,10 @@ describe('saved designs as templates', () => {
 
   it('are chosen by template_id for an automation email (their own account only)', async () => {
     const design = await saveHtml(a, 'For an automation');
-    const created = await api(app, a).form('/automations/create', {
-      type: 'custom',
-      automation_for: `contacts_${A.list}`,
-      automation_name: 'Flow',
-      unsubscribe_group_id: A.group,
-    });
-    expectSuccess(created);
-    const utr = created.body.message.utr as string;
-    const email = (template_id: number) => ({ utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id, preview_img: 'template-saved.png' });
-    expectSuccess(await api(app, a).form('/automations/schedule/create', email(design.id)), 'Schedule Added');
+    const utr = await automationOfA();
+    expectSuccess(await addEmailOfA(utr, design.id), 'Schedule Added');
     const theirs = await saveHtml(b, 'Theirs');
-    expectVal(await api(app, a).form('/automations/schedule/create', email(theirs.id)), { template_id: ['The selected template id is invalid.'] });
+    expectVal(await addEmailOfA(utr, theirs.id), { template_id: ['The selected template id is invalid.'] });
 
     const automation = await db('automations').where({ utr, user_id: a.id }).first('id');
     const schedule = await db('automation_schedules').where({ automation_id: automation.id, user_id: a.id }).first('id');
@@ -436,21 +452,18 @@ describe('DELETE /designs/delete', () => {
 
   it('is refused while an email of a live automation uses the design, not a paused one', async () => {
     const design = await saveHtml(a, 'Automation');
-    const created = await api(app, a).form('/automations/create', {
-      type: 'custom',
-      automation_for: `contacts_${A.list}`,
-      automation_name: 'Flow',
-      unsubscribe_group_id: A.group,
-    });
-    const utr = created.body.message.utr as string;
-    expectSuccess(
-      await api(app, a).form('/automations/schedule/create', { utr, sender_id: A.sender, subject: 'Hi', waiting_period: 1, waiting_type: 'instantly', template_id: design.id, preview_img: 'template-saved.png' }),
-    );
+    const utr = await automationOfA();
+    expectSuccess(await addEmailOfA(utr, design.id));
     await db('automations').where({ utr, user_id: a.id }).update({ status: 1 });
     const res = await api(app, a).delete(`/designs/delete?id=${design.id}`);
     expect({ status: res.status, body: res.body }).toEqual({ status: 422, body: { status: 'failed', errors: IN_USE_BY_AUTOMATION } });
     await db('automations').where({ utr, user_id: a.id }).update({ status: 2 });
     expectSuccess(await api(app, a).delete(`/designs/delete?id=${design.id}`));
+    // The email's web view (design_url) still shows the deleted design's HTML.
+    const automation = await db('automations').where({ utr, user_id: a.id }).first('id');
+    const email = await db('automation_schedules').where({ automation_id: automation.id, user_id: a.id }).first('utr');
+    const view = await request(app).get(`/design/${email.utr}`);
+    expect({ status: view.status, html: view.text }).toEqual({ status: 200, html: COMPLETE_HTML });
   });
 
   it('answers NF1 for another account’s id, and leaves it', async () => {
