@@ -41,7 +41,7 @@ export function Refusal({ errors }: { errors?: FieldErrors }) {
   if (lines.length === 0) return null;
   return (
     <div class="error-summary" role="alert" tabIndex={-1}>
-      <h2>{lines.length === 1 ? 'That was refused' : 'That was refused:'}</h2>
+      <h2>That was refused</h2>
       <ul>
         {lines.map((line) => (
           <li>{line}</li>
