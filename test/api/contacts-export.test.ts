@@ -75,9 +75,11 @@ describe('GET /contacts/export?contact_type_id=', () => {
     expect(out.text).toContain(',"Hopper, Jr. ""Amazing""",');
   });
 
-  it('writes a header and nothing else for an empty type', async () => {
-    const empty = await makeContactType(db, a, 'Empty');
-    expect((await exportCsv(a, `contact_type_id=${empty}`)).text).toBe(`${HEADER.join(',')}\r\n`);
+  it('writes a header and nothing else for an empty type, named after it in plain letters', async () => {
+    const empty = await makeContactType(db, a, 'Été vide');
+    const out = await exportCsv(a, `contact_type_id=${empty}`);
+    expect(out.text).toBe(`${HEADER.join(',')}\r\n`);
+    expect(out.disposition).toMatch(/filename="?ete-vide-[0-9a-f]{6}-\d{4}-\d{2}-\d{2}\.csv"?$/);
   });
 
   it('neutralises formulas: =, +, -, @, tab and carriage return get a leading quote; plain numbers do not', async () => {

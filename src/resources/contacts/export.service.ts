@@ -93,7 +93,7 @@ function checkExport(input: ContactExport): void {
 
 /** The download's name: the list's or segment's name in lower case, letters and digits, and the day. */
 function fileName(name: string): string {
-  const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60);
+  const slug = name.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60);
   return `${slug || 'contacts'}-${new Date().toISOString().slice(0, 10)}.csv`;
 }
 
