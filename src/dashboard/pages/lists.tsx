@@ -1,13 +1,13 @@
 import type { Request, Response } from 'express';
 import { contactTypeRoutes } from '../../resources/contact-types/contact-types.router';
-import { contactTypesQuery, getContactType, listContactTypes } from '../../resources/contact-types/contact-types.service';
+import { contactTypesQuery, listContactTypes } from '../../resources/contact-types/contact-types.service';
 import { contactRoutes } from '../../resources/contacts/contacts.router';
 import { liveContacts } from '../../resources/contacts/contacts.service';
 import { listImports } from '../../resources/contacts/import-history.service';
 import { listSegments } from '../../resources/segments/segments.service';
 import { Section, Table } from '../components';
 import { emptyForm, ErrorSummary, errorsFor, Field, fieldId, submitRoute, type FormState } from '../form-kit';
-import type { FieldErrors } from '../../http/errors';
+import { notFound1, type FieldErrors } from '../../http/errors';
 import { count, when } from '../format';
 import { Csrf, Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
@@ -42,8 +42,9 @@ export const pageOf = (req: Request) => (typeof req.query.page === 'string' && /
 
 /** One list of the account with its size; another account's or a deleted one: not found (NF1 → the 404 page). */
 export async function findList(p: PageContext, id: number): Promise<ListRow> {
-  await getContactType(p.ctx, id);
-  return (await contactTypesQuery(p.ctx).where('ct.id', id).first()) as ListRow;
+  const list = (await contactTypesQuery(p.ctx).where('ct.id', id).first()) as ListRow | undefined;
+  if (!list) throw notFound1();
+  return list;
 }
 
 /** Previous and next page links of a paged table (`href` makes a page's address). */
@@ -182,18 +183,22 @@ interface Shown {
   created_at: string;
 }
 
-/** One page of the list: its newest contacts, or those matching `q` (GET /contacts/search, the API's own route). */
-async function contactsShown(req: Request, res: Response, p: PageContext, list: ListRow, q: string, at: number): Promise<{ rows: Shown[]; total: number; search: FormState }> {
+/**
+ * One page of the list: its newest contacts, or those matching `q` (GET /contacts/search, the
+ * API's own route). Read beside the list's record (findList), not after it: `total` undefined
+ * means the list's size. The account's own contacts only, whatever `listId` names.
+ */
+async function contactsShown(req: Request, res: Response, p: PageContext, listId: number, q: string, at: number): Promise<{ rows: Shown[]; total?: number; search: FormState }> {
   const search = emptyForm({ q });
   if (!q) {
     const rows = (await liveContacts(p.ctx, false)
-      .where('c.contact_type_id', list.id)
+      .where('c.contact_type_id', listId)
       .orderBy('c.id', 'desc')
       .limit(PER_PAGE)
       .offset((at - 1) * PER_PAGE)) as Shown[];
-    return { rows, total: list.contacts_count, search };
+    return { rows, search };
   }
-  const found = await submitRoute(SEARCH, p, req, res, { query: { q, contact_type_id: list.id, page: at, per_page: PER_PAGE } });
+  const found = await submitRoute(SEARCH, p, req, res, { query: { q, contact_type_id: listId, page: at, per_page: PER_PAGE } });
   if (!found.ok) return { rows: [], total: 0, search: { values: { q }, errors: found.errors } };
   const message = found.message as { contacts: Shown[]; pagination: { total: number } };
   return { rows: message.contacts, total: message.pagination.total, search };
@@ -208,10 +213,12 @@ const FLASHES = {
 
 /** The list's page: its contacts (paged, searchable), its actions, and a CSV import through the mapping step. */
 export async function listPage(req: Request, res: Response, p: PageContext, upload?: { status: number; state: FormState }): Promise<void> {
-  const list = await findList(p, pathId(req.params.id));
+  const id = pathId(req.params.id);
   const q = typeof req.query.q === 'string' ? req.query.q.trim() : '';
   const at = pageOf(req);
-  const [{ rows, total, search }, imported] = await Promise.all([contactsShown(req, res, p, list, q, at), importedNow(req, p)]);
+  const [list, shown, imported] = await Promise.all([findList(p, id), contactsShown(req, res, p, id, q, at), importedNow(req, p)]);
+  const { rows, search } = shown;
+  const total = shown.total ?? list.contacts_count;
   const uploadState = upload?.state ?? emptyForm();
   const href = (page: number) => `/app/lists/${list.id}?${q ? `q=${encodeURIComponent(q)}&` : ''}page=${page}`;
   sendPage(
