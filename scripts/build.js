@@ -140,7 +140,8 @@ function compile(root) {
   fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
   const tsc = require.resolve('typescript/bin/tsc', { paths: [root, __dirname] });
   const res = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
-  const code = res.status === null ? 1 : res.status || bundleClient(root);
+  const tscCode = res.status === null ? 1 : res.status;
+  const code = tscCode === 0 ? bundleClient(root) : tscCode;
   // A source edited while tsc ran: the output may mix both versions, so it gets no stamp.
   if (code === 0 && sourceStamp(root) === before) fs.writeFileSync(path.join(root, STAMP), `${before}\n`);
   return code;

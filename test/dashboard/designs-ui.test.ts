@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
 import request from 'supertest';
@@ -22,7 +23,7 @@ import { measureWidth } from './lib/width';
 const { app, db } = setupApp();
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const build = require('../../scripts/build.js') as { bundleClient(root: string): number };
+const build = require('../../scripts/build.js') as { bundleClient(root: string): number; compile(root: string): number; staleReason(root: string): string | null };
 const BUNDLES = ['block-editor.js', 'code-editor.js'].map((f) => path.join(ROOT, 'assets', 'dashboard', 'dist', f));
 const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -285,6 +286,59 @@ describe('the design pages and their actions', () => {
     expect((await details(b, theirs)).body.message.design).toMatchObject({ template_name: 'Not yours', source: '# Not yours' });
     // And b sees it.
     expect((await page(`/app/designs/${theirs}/edit`, sb)).status).toBe(200);
+  });
+});
+
+describe('the client bundles (scripts/build.js)', () => {
+  let root: string;
+  const put = (rel: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), text);
+  };
+  const bundle = () => path.join(root, 'assets', 'dashboard', 'dist', 'hello.js');
+
+  beforeEach(() => {
+    // A package of its own: one source file for tsc, one entry in client/ for esbuild.
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-client-'));
+    const compilerOptions = { target: 'ES2022', module: 'commonjs', strict: true, types: [], rootDir: '.', outDir: 'dist', skipLibCheck: true };
+    put('tsconfig.json', JSON.stringify({ compilerOptions, include: ['src'] }));
+    put('tsconfig.build.json', JSON.stringify({ extends: './tsconfig.json' }));
+    put('package-lock.json', '{}\n');
+    put('src/cli.ts', 'export const cli = 1;\n');
+    put('client/hello.tsx', "import { render } from 'preact';\nrender(<p class=\"hello\">Hello</p>, document.body);\n");
+    put('client/lib/unused-alone.ts', 'export const x = 1;\n');
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('bundles each entry of client/ with what it imports into one ES module; client/ is part of the build stamp', () => {
+    expect(build.compile(root)).toBe(0);
+    const js = fs.readFileSync(bundle(), 'utf8');
+    expect(js).toContain('Hello');
+    expect(js).not.toMatch(/^import |require\(|\beval\(/m);
+    // Only entries (files at the top of client/) become bundles.
+    expect(fs.readdirSync(path.dirname(bundle()))).toEqual(['hello.js']);
+    expect(build.staleReason(root)).toBeNull();
+
+    put('client/hello.tsx', "import { render } from 'preact';\nrender(<p>Bonjour</p>, document.body);\n");
+    expect(build.staleReason(root)).toMatch(/sources changed/);
+    expect(build.compile(root)).toBe(0);
+    expect(fs.readFileSync(bundle(), 'utf8')).toContain('Bonjour');
+    fs.rmSync(bundle());
+    expect(build.staleReason(root)).toMatch(/hello\.js is missing/);
+  });
+
+  it('a client file that does not bundle fails the build: no stamp, no half-written bundles', () => {
+    expect(build.compile(root)).toBe(0);
+    put('client/hello.tsx', "import { nothing } from './lib/no-such-file';\nnothing();\n");
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(build.compile(root)).toBe(1);
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(fs.existsSync(path.dirname(bundle()))).toBe(false);
+    expect(build.staleReason(root)).toMatch(/hello\.js is missing|no build stamp/);
   });
 });
 

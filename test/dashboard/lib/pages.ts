@@ -19,7 +19,6 @@ export function dashboardPages(w: World, abSendUtr: string): string[] {
     '/app/designs',
     '/app/designs/new?format=blocks',
     '/app/designs/new?format=markdown',
-    '/app/designs/new?format=html',
     '/app/automations',
     `/app/automations/${w.automation.utr}`,
     '/app/contacts',
