@@ -16,7 +16,7 @@ import { createLogger } from '../../src/logger';
  */
 export const MULTI_SHARD_EXCEPTIONS: Array<{ pattern: RegExp; why: string }> = [
   {
-    pattern: /^select "s"\."template_html", "t"\."html_code" from "automation_schedules" as "s"/,
+    pattern: /^select "s"\."template_html", coalesce\(tpl\.html_code, dsg\.html_code\) AS html_code from "automation_schedules" as "s"/,
     why: 'GET /design/<utr>: design_url ends in the automation email’s utr (the spec) and names no account',
   },
   {
