@@ -54,6 +54,18 @@ function matching(query: Knex.QueryBuilder, q: string): Knex.QueryBuilder {
 }
 
 /**
+ * Newest first. For a `q` the index serves, ordered by `c.id + 0`: the same order, which the
+ * id index cannot give, so the planner takes the trigram candidates and sorts them. Ordered
+ * by `c.id`, it would walk the id index backwards hoping to meet a page of matches early (its
+ * estimate for the ILIKE is ≈0.16 % of rows), and read all 1,000,000 contacts to find ≈100
+ * matches: 4 s instead of 20 ms (measured). A short `q` keeps that walk: there it is the best
+ * plan when many match, and no worse than the total's scan when few do.
+ */
+function newestFirst(query: Knex.QueryBuilder, q: string): Knex.QueryBuilder {
+  return q.length >= TRIGRAM_MIN ? query.orderByRaw('c.id + 0 DESC') : query.orderBy('c.id', 'desc');
+}
+
+/**
  * GET /contacts/search: one page of the account's live contacts matching `q` (newest first, in
  * the list's record shape), with the total. Another account's or a deleted contact type: NF1.
  */
@@ -66,7 +78,7 @@ export async function searchContacts(ctx: Ctx, search: ContactSearch, paging: Pa
   const inType = (query: Knex.QueryBuilder) => (contactTypeId === undefined ? query : query.where('c.contact_type_id', contactTypeId));
   const count = ctx.db('contacts as c').where('c.user_id', ctx.userId).whereNull('c.deleted_at');
   const [listed, fields] = await Promise.all([
-    listRows<ContactRow>(matching(inType(liveContacts(ctx, true)), search.q).orderBy('c.id', 'desc'), matching(inType(count), search.q), paging),
+    listRows<ContactRow>(newestFirst(matching(inType(liveContacts(ctx, true)), search.q), search.q), matching(inType(count), search.q), paging),
     loadCustomFields(ctx),
   ]);
   return { ...listed, rows: listed.rows.map((r) => listRecord(r, fields)) };
