@@ -1,15 +1,16 @@
-import fs from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
 import { createApp } from '../../src/app';
 import { createLogger } from '../../src/logger';
 import { smtpMailer, type Mailer } from '../../src/mail/mailer';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
-import { describeBrowser, launchChromium, loopbackOnly } from '../helpers/browser';
+import { describeBrowser, launchChromium } from '../helpers/browser';
 import { makeContacts, makeContactType, makeGroup, makeSegment, makeSender } from '../helpers/fixtures';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { runWorker, waitForSend } from '../helpers/worker';
+import { FlowBrowser } from './lib/flow-browser';
+import { localAhead } from './lib/local-time';
 import { serve, type Served } from './lib/serve';
 import { signIn, type Browserish } from './lib/session';
 import { measureWidth } from './lib/width';
@@ -38,7 +39,6 @@ afterAll(async () => {
 });
 
 const TZ = 'America/New_York';
-const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 interface Account {
   a: TestAccount;
@@ -99,16 +99,7 @@ const complete = (acc: Account = w, extra: Record<string, string | string[]> = {
   ...extra,
 });
 
-/** A local time in TZ, `minutes` ahead, as a datetime-local value (seconds included). */
-function localAhead(seconds: number): { local: string; utc: Date } {
-  const utc = new Date(Math.ceil((Date.now() + seconds * 1000) / 1000) * 1000);
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: TZ, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
-      .formatToParts(utc)
-      .map((p) => [p.type, p.value]),
-  );
-  return { local: `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`, utc };
-}
+const ahead = (seconds: number) => localAhead(TZ, seconds);
 
 describe('the send editor', () => {
   it('saves a draft with only its name (status 0) and shows it', async () => {
@@ -147,7 +138,7 @@ describe('the send editor', () => {
   });
 
   it('schedules a complete send at the time typed in the browser’s zone (UTC in the API)', async () => {
-    const at = localAhead(3 * 86400);
+    const at = ahead(3 * 86400);
     const res = await post('/app/sends/new', { ...complete(), single_send_name: 'Scheduled one', schedule_at: at.local, intent: 'schedule' });
     expect(res.status).toBe(303);
     const row = await sendRow(utrOf(res.headers.location));
@@ -166,7 +157,7 @@ describe('the send editor', () => {
     expect(edit.status).toBe(200);
     expect(edit.text).toContain('value="Later"');
     expect(edit.text).toContain('value="Hi"');
-    const done = await post(`/app/sends/${utr}/edit`, { ...complete(), single_send_name: 'Later', schedule_at: localAhead(86400).local, intent: 'schedule' });
+    const done = await post(`/app/sends/${utr}/edit`, { ...complete(), single_send_name: 'Later', schedule_at: ahead(86400).local, intent: 'schedule' });
     expect(done.status).toBe(303);
     expect((await sendRow(utr)).status).toBe(1);
   });
@@ -229,7 +220,7 @@ describe('a send’s actions', () => {
   });
 
   it('schedules with a time in the browser’s zone, unschedules, schedules again', async () => {
-    const at = localAhead(2 * 86400);
+    const at = ahead(2 * 86400);
     const s1 = await post(`/app/sends/${utr}/schedule`, { send_at: at.local });
     expect(s1.status).toBe(303);
     let row = await sendRow(utr);
@@ -381,7 +372,7 @@ describe('guards', () => {
       expect(res.text).toContain('belongs to another account');
     }
     for (const action of ['edit', 'schedule', 'unschedule', 'delete', 'duplicate', 'test', 'send-now']) {
-      const res = await post(`/app/sends/${utr}/${action}`, { single_send_name: 'x', intent: 'draft', emails: 'a@example.net', send_at: localAhead(86400).local }, other);
+      const res = await post(`/app/sends/${utr}/${action}`, { single_send_name: 'x', intent: 'draft', emails: 'a@example.net', send_at: ahead(86400).local }, other);
       expect([action, res.status]).toEqual([action, 404]);
     }
     const row = await sendRow(utr);
@@ -392,22 +383,15 @@ describe('guards', () => {
 
 describeBrowser('a campaign from the browser', () => {
   let browser: Browser;
-  let context: BrowserContext;
+  let f: FlowBrowser;
   let page: Page;
   let served: Served;
-  const problems: string[] = [];
 
   beforeAll(async () => {
     served = await serve(app);
     browser = await launchChromium();
-    context = await browser.newContext({ timezoneId: TZ, viewport: { width: 1280, height: 900 } });
-    await loopbackOnly(context);
-    page = await context.newPage();
-    page.on('console', (m) => {
-      // An email's remote resources (its open pixel at PUBLIC_URL) are stopped by loopbackOnly on purpose.
-      if (m.type() === 'error' && !/ERR_BLOCKED_BY_CLIENT/.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    f = await FlowBrowser.open(browser, served.base, TZ);
+    page = f.page;
   }, 60_000);
 
   afterAll(async () => {
@@ -416,19 +400,18 @@ describeBrowser('a campaign from the browser', () => {
   });
 
   afterEach(() => {
-    expect(problems.splice(0)).toEqual([]);
+    // The previews' emails load their open pixel from PUBLIC_URL (http://herald.test here), which
+    // loopbackOnly stops on purpose (the browser logs each as blocked); nothing else may leave or fail.
+    const problems = f.problems.splice(0).filter((m) => !/net::ERR_BLOCKED_BY_CLIENT/.test(m));
+    const elsewhere = f.stopped.splice(0).filter((url) => !url.startsWith(`${config.publicUrl}/`));
+    expect({ problems, elsewhere }).toEqual({ problems: [], elsewhere: [] });
   });
 
   const base = () => served.base;
-
-  async function axe(): Promise<string[]> {
-    await page.evaluate(AXE);
-    const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> };
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  }
+  const axe = () => f.axe();
 
   async function click(selector: string): Promise<void> {
-    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click(selector)]);
+    await f.navigate(() => page.click(selector));
   }
 
   let utr = '';
@@ -501,7 +484,7 @@ describeBrowser('a campaign from the browser', () => {
   }, 60_000);
 
   it('schedules it a minute ahead, unschedules it, schedules it again and it completes; the report shows it', async () => {
-    await page.fill('#field-send_at', localAhead(60).local);
+    await page.fill('#field-send_at', ahead(60).local);
     await click('#schedule button:has-text("Schedule")');
     expect(await page.locator('.flash').innerText()).toBe('Scheduled.');
     expect((await sendRow(utr)).status).toBe(1);
@@ -512,7 +495,7 @@ describeBrowser('a campaign from the browser', () => {
     await click('button:has-text("Unschedule")');
     expect(await page.locator('.flash').innerText()).toBe('Unscheduled: the send is a draft again.');
     expect((await sendRow(utr)).status).toBe(0);
-    const at = localAhead(60);
+    const at = ahead(60);
     await page.fill('#field-send_at', at.local);
     await click('#schedule button:has-text("Schedule")');
     expect(new Date((await sendRow(utr)).due_at).getTime()).toBe(at.utc.getTime());

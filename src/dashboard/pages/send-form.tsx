@@ -305,12 +305,20 @@ export function startedPage(res: Response, p: PageContext, send: SendRecord): vo
   );
 }
 
-export async function editSendPage(req: Request, res: Response, p: PageContext): Promise<void> {
+/**
+ * The account's send named by the request, when `may` allows acting on it (by default: it has not
+ * started); otherwise the page saying it has started is sent, and undefined returned.
+ */
+export async function sendToActOn(req: Request, res: Response, p: PageContext, may: (status: number) => boolean = notStarted): Promise<SendRecord | undefined> {
   const send = await loadSend(p, String(req.params.utr));
-  if (!notStarted(send.status)) {
-    startedPage(res, p, send);
-    return;
-  }
+  if (may(send.status)) return send;
+  startedPage(res, p, send);
+  return undefined;
+}
+
+export async function editSendPage(req: Request, res: Response, p: PageContext): Promise<void> {
+  const send = await sendToActOn(req, res, p);
+  if (!send) return;
   await renderSendForm(res, p, 200, emptyForm(recordValues(send, p.tz)), { utr: send.utr, name: send.single_send_name });
 }
 

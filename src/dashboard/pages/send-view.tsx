@@ -11,7 +11,7 @@ import { Csrf, Layout, MessagePage, PostButton } from '../layout';
 import { FRAMING_PAGE_HEADERS, sendEmailPreview } from '../preview-frame';
 import { errorLines, sendPage, type PageContext } from '../respond';
 import { sendReportPage } from './send';
-import { apiBody, audienceOf, audienceText, recordValues, refusedInEditor, startedPage } from './send-form';
+import { apiBody, audienceOf, audienceText, recordValues, refusedInEditor, sendToActOn, startedPage } from './send-form';
 import { apiRoute, loadSend, localToUtc, notStarted, statusWord, type SendRecord } from './send-shared';
 
 /**
@@ -355,11 +355,8 @@ export async function testSendAction(req: Request, res: Response, p: PageContext
 
 /** POST /app/sends/:utr/schedule: POST /single/send/schedule, `send_at` read in the browser's zone. */
 export async function scheduleAction(req: Request, res: Response, p: PageContext): Promise<void> {
-  const send = await loadSend(p, String(req.params.utr));
-  if (!notStarted(send.status)) {
-    startedPage(res, p, send);
-    return;
-  }
+  const send = await sendToActOn(req, res, p);
+  if (!send) return;
   const typed = one(req.body?.send_at).trim();
   // Without a time a send due "now" is sent: that asks for the confirmation first.
   if (!typed && send.schedule_type === 0) {
@@ -392,11 +389,8 @@ export async function unscheduleAction(req: Request, res: Response, p: PageConte
 
 /** GET /app/sends/:utr/send-now: the confirmation, naming the audience's size. */
 export async function sendNowPage(req: Request, res: Response, p: PageContext): Promise<void> {
-  const send = await loadSend(p, String(req.params.utr));
-  if (!notStarted(send.status)) {
-    startedPage(res, p, send);
-    return;
-  }
+  const send = await sendToActOn(req, res, p);
+  if (!send) return;
   const audience = await audienceOf(p, recordValues(send, p.tz));
   sendPage(
     res,
@@ -422,11 +416,8 @@ export async function sendNowPage(req: Request, res: Response, p: PageContext): 
  * every check); a refusal opens the editor with the messages beside the fields to fix.
  */
 export async function sendNowAction(req: Request, res: Response, p: PageContext): Promise<void> {
-  const send = await loadSend(p, String(req.params.utr));
-  if (!notStarted(send.status)) {
-    startedPage(res, p, send);
-    return;
-  }
+  const send = await sendToActOn(req, res, p);
+  if (!send) return;
   const out = await submitRoute(apiRoute('post', '/single/send/update'), p, req, res, { body: apiBody(recordValues(send, p.tz), p.tz, 'send'), query: { utr: send.utr } });
   if (out.ok) {
     res.redirect(303, `/app/sends/${send.utr}`);
@@ -437,11 +428,8 @@ export async function sendNowAction(req: Request, res: Response, p: PageContext)
 
 /** GET /app/sends/:utr/delete: the confirmation. */
 export async function deleteSendPage(req: Request, res: Response, p: PageContext): Promise<void> {
-  const send = await loadSend(p, String(req.params.utr));
-  if (send.status === SendStatus.Running) {
-    startedPage(res, p, send);
-    return;
-  }
+  const send = await sendToActOn(req, res, p, (status) => status !== SendStatus.Running);
+  if (!send) return;
   sendPage(
     res,
     200,
@@ -464,11 +452,8 @@ export async function deleteSendPage(req: Request, res: Response, p: PageContext
 
 /** POST /app/sends/:utr/delete: DELETE /single/send/delete. A running send is not deleted here. */
 export async function deleteSendAction(req: Request, res: Response, p: PageContext): Promise<void> {
-  const send = await loadSend(p, String(req.params.utr));
-  if (send.status === SendStatus.Running) {
-    startedPage(res, p, send);
-    return;
-  }
+  const send = await sendToActOn(req, res, p, (status) => status !== SendStatus.Running);
+  if (!send) return;
   const out = await submitRoute(apiRoute('delete', '/single/send/delete'), p, req, res, { query: { utr: send.utr } });
   if (!out.ok) throw new AppError(out.status, out.errors);
   res.redirect(303, '/app/sends?deleted=1');
