@@ -33,7 +33,8 @@ export class FlowBrowser {
     flow.stopped = stopped;
     page.on('console', (m) => {
       // A refused form answers 422 and the browser logs the document's status: that is the page working.
-      if (m.type() === 'error' && !/status of 422/.test(m.text())) flow.problems.push(`console on ${page.url()}: ${m.text()}`);
+      // A load loopbackOnly stopped is logged as ERR_BLOCKED_BY_CLIENT; it is listed in `stopped`, which the test checks.
+      if (m.type() === 'error' && !/status of 422|ERR_BLOCKED_BY_CLIENT/.test(m.text())) flow.problems.push(`console on ${page.url()}: ${m.text()}`);
     });
     page.on('pageerror', (e) => flow.problems.push(`page error on ${page.url()}: ${e.message}`));
     page.on('response', (r) => {
