@@ -523,5 +523,5 @@ describeBrowser('lists, contacts and segments in a browser', () => {
     expect(await page.locator('[data-metric="members"]').innerText()).toBe('2');
     await checked();
     expect(problems).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 });
