@@ -526,19 +526,26 @@ describeBrowser('the design editors in a browser', () => {
     expect({ scroll: again.scroll, outside: again.outside }).toEqual({ scroll: again.view, outside: [] });
   });
 
-  it('the library, the confirmation and the block editor pass axe-core and fit 375 px', async () => {
+  // The editors' pages are checked here rather than in lib/pages.ts's list (browser.test.ts visits each page of that list
+  // four times, within one test's time limit): axe in light and dark, and the 375 px width.
+  it('the library, the confirmation and each editor pass axe-core (light and dark) and fit 375 px', async () => {
     const id = await saveByApi(a, { template_name: 'Narrow', format: 'blocks', source: DOC([{ type: 'heading', text: 'Narrow' }, { type: 'columns', columns: [{ title: 'A', blocks: [{ type: 'text', text: 'x' }] }, { title: 'B' }] }, FOOTER]) });
     await open(375);
-    for (const url of ['/app/designs', `/app/designs/${id}/delete`, `/app/designs/${id}/edit`, '/app/designs/new?format=html']) {
-      await tab.goto(`${served.base}${url}`);
-      await tab.waitForLoadState('load');
-      if (url.endsWith('/edit')) {
-        await tab.locator('#block-editor li.block').first().waitFor();
-        await tab.click('#field-blocks-1-edit');
+    for (const scheme of ['light', 'dark'] as const) {
+      await tab.emulateMedia({ colorScheme: scheme });
+      for (const url of ['/app/designs', `/app/designs/${id}/delete`, `/app/designs/${id}/edit`, '/app/designs/new?format=blocks', '/app/designs/new?format=markdown', '/app/designs/new?format=html']) {
+        await tab.goto(`${served.base}${url}`);
+        await tab.waitForLoadState('load');
+        if (url.endsWith('/edit')) {
+          await tab.locator('#block-editor li.block').first().waitFor();
+          await tab.click('#field-blocks-1-edit');
+          await tab.click('summary:has-text("Document settings")');
+        }
+        if (/markdown|html/.test(url)) await tab.locator('.cm-content').waitFor();
+        const width = await measureWidth(tab);
+        expect({ url, scroll: width.scroll, outside: width.outside }).toEqual({ url, scroll: width.view, outside: [] });
+        expect({ url, scheme, axe: await axe() }).toEqual({ url, scheme, axe: [] });
       }
-      const width = await measureWidth(tab);
-      expect({ url, scroll: width.scroll, outside: width.outside }).toEqual({ url, scroll: width.view, outside: [] });
-      expect({ url, axe: await axe() }).toEqual({ url, axe: [] });
     }
   });
 });

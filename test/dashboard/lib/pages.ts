@@ -17,8 +17,6 @@ export function dashboardPages(w: World, abSendUtr: string): string[] {
     `/app/sends/${w.send.utr}/preview`,
     `/app/sends/${w.send.utr}/delete`,
     '/app/designs',
-    '/app/designs/new?format=blocks',
-    '/app/designs/new?format=markdown',
     '/app/automations',
     `/app/automations/${w.automation.utr}`,
     '/app/contacts',
