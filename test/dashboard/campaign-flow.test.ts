@@ -14,6 +14,7 @@ import type { Received } from '../helpers/smtp';
 import { waitFor } from '../helpers/wait';
 import { setupDelivery } from '../helpers/worker';
 import { FlowBrowser } from './lib/flow-browser';
+import { localAhead as localTime } from './lib/local-time';
 import { serve, type Served } from './lib/serve';
 
 /**
@@ -86,16 +87,7 @@ async function dkimResult(raw: string): Promise<{ result: string; domain: string
 
 const mailTo = (to: string, subject: RegExp): Received[] => rig.sink.received.filter((m) => m.to.includes(to) && subject.test(/^Subject: (.*)$/m.exec(m.raw)?.[1] ?? ''));
 
-/** A local date and time in TZ, `seconds` ahead (whole seconds), as a datetime-local value, and the instant it names. */
-function localAhead(seconds: number): { local: string; utc: Date } {
-  const utc = new Date(Math.ceil((Date.now() + seconds * 1000) / 1000) * 1000);
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: TZ, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
-      .formatToParts(utc)
-      .map((p) => [p.type, p.value]),
-  );
-  return { local: `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`, utc };
-}
+const localAhead = (seconds: number) => localTime(TZ, seconds);
 
 describeBrowser('a campaign from the browser (issue 34)', () => {
   let browser: Browser;
