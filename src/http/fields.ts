@@ -26,7 +26,8 @@ export const toNumber = (v: unknown): unknown => {
 /** A required string, at most `max` characters. */
 export const text = (max = 255, min?: number) => {
   let s = z.string().max(max);
-  if (min !== undefined) s = s.min(min);
+  // Only a string is measured: an array (`q=a&q=b`) is "must be a string", not also "at least N items".
+  if (min !== undefined) s = s.min(min, { when: (payload) => typeof payload.value === 'string' });
   return s;
 };
 

@@ -45,7 +45,9 @@ const lookupId = () =>
   }, z.number().int().optional());
 
 export const contactSearchQuery = z.object({
-  q: text(255).meta({ description: 'part of an address, a first name or a last name (case-insensitive; at least 1 character)' }),
+  q: text(255, 3).meta({
+    description: 'part of an address, a first name or a last name (case-insensitive; at least 3 characters, so every search is answered from the trigram index)',
+  }),
   contact_type_id: lookupId().meta({ description: 'only this contact type’s contacts' }),
 });
 
