@@ -77,7 +77,18 @@ export function sendUsingDesign(trx: Knex, userId: number, templateId: number): 
   return readySendUsing(trx, userId, 'template_id', templateId);
 }
 
-async function readySendUsing(trx: Knex, userId: number, column: 'sender_id' | 'template_id', value: number): Promise<{ id: number } | undefined> {
+/** A send that is sending with the design (its own or an A/B variation's): its messages are being made from it. */
+export function runningSendUsingDesign(trx: Knex, userId: number, templateId: number): Promise<{ id: number } | undefined> {
+  return readySendUsing(trx, userId, 'template_id', templateId, [SendStatus.Running]);
+}
+
+async function readySendUsing(
+  trx: Knex,
+  userId: number,
+  column: 'sender_id' | 'template_id',
+  value: number,
+  statuses: SendStatus[] = [SendStatus.Ready, SendStatus.Running],
+): Promise<{ id: number } | undefined> {
   return (await trx('single_sends')
     .where('single_sends.user_id', userId)
     .where((q) =>
@@ -91,7 +102,7 @@ async function readySendUsing(trx: Knex, userId: number, column: 'sender_id' | '
             .where(`v.${column}`, value),
         ),
     )
-    .whereIn('single_sends.status', [SendStatus.Ready, SendStatus.Running])
+    .whereIn('single_sends.status', statuses)
     .whereNull('single_sends.deleted_at')
     .first('single_sends.id')) as { id: number } | undefined;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { designListRecord, designRecord, designPreviewResponse, designSavedResponse } from '../../src/resources/designs/designs.schemas';
-import { IN_USE_BY_AUTOMATION, IN_USE_BY_SEND } from '../../src/resources/designs/designs.service';
+import { IN_USE_BY_AUTOMATION, IN_USE_BY_SEND, SENDING_WITH_IT } from '../../src/resources/designs/designs.service';
 import { templateRecord, type TemplateRecord } from '../../src/resources/templates/templates.schemas';
 import { designParts } from '../../src/sources';
 import { SendStatus } from '../../src/states';
@@ -430,6 +430,20 @@ describe('DELETE /designs/delete', () => {
     expect((await designParts(db, a.id, { kind: 'single_send', singleSendId: send.id }))?.html).toBe(html_code);
     const again = await createSendOfA({ template_id: design.id });
     expectVal(again, { template_id: ['The selected template id is invalid.'] });
+  });
+
+  it('cannot be changed while a send is sending with it (a scheduled send takes the change)', async () => {
+    const design = await saveHtml(a, 'Sending');
+    const send = await createSend(app, db, a, A, { template_id: design.id, template_html: undefined });
+    await db('single_sends').where({ id: send.id, user_id: a.id }).update({ status: SendStatus.Ready });
+    expectSuccess(await api(app, a).form('/designs/update', { id: design.id, template_name: 'Changed while scheduled' }));
+    await db('single_sends').where({ id: send.id, user_id: a.id }).update({ status: SendStatus.Running });
+    const before = await details(a, design.id);
+    const res = await api(app, a).form('/designs/update', { id: design.id, template_name: 'Changed while sending' });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 422, body: { status: 'failed', errors: SENDING_WITH_IT } });
+    expect(await details(a, design.id)).toEqual(before);
+    await db('single_sends').where({ id: send.id, user_id: a.id }).update({ status: SendStatus.Completed });
+    expectSuccess(await api(app, a).form('/designs/update', { id: design.id, template_name: 'Changed after' }));
   });
 
   it('is refused while a scheduled or running send uses the design, itself or by an A/B variation', async () => {

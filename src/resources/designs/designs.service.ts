@@ -5,7 +5,7 @@ import { listRows, type Paging } from '../../http/pagination';
 import { renderDesign, type DesignFormat, type RenderedDesign } from '../../render/design-formats';
 import { compileDesign } from '../../render/render';
 import { customFieldNames, SAMPLE_SENDER, sampleRecipient } from '../../render/sample';
-import { sendUsingDesign } from '../../single-sends/rows';
+import { sendUsingDesign, runningSendUsingDesign } from '../../single-sends/rows';
 import { findOrFail, liveRows } from '../shared/crud';
 import { checkDesignSource } from '../shared/design-rules';
 import type { DesignRecord, PreviewDesignInput, SaveDesignInput, UpdateDesignInput } from './designs.schemas';
@@ -21,6 +21,7 @@ const LIST_COLUMNS = ['id', 'template_name', 'format', 'created_at', 'updated_at
 
 export const IN_USE_BY_SEND = 'The design is used by a scheduled or running single send and cannot be deleted.';
 export const IN_USE_BY_AUTOMATION = 'The design is used by an email of a live automation and cannot be deleted.';
+export const SENDING_WITH_IT = 'The design is used by a single send that is sending and cannot be changed until it completes.';
 
 /** A change of format that keeps what is sent: the rendered HTML becomes the new source. */
 const CONVERTIBLE: ReadonlyArray<[DesignFormat, DesignFormat]> = [
@@ -78,6 +79,9 @@ function nextSource(current: DesignRecord, input: UpdateDesignInput): { format: 
 export async function updateDesign(ctx: Ctx, id: number, input: UpdateDesignInput): Promise<SavedDesign> {
   return ctx.db.transaction(async (trx) => {
     const current = await findOrFail<DesignRecord>(liveRows(ctx, TABLE, trx).where(`${TABLE}.id`, id).forUpdate().select(COLUMNS), notFound1);
+    // A running send's messages are made from this design (the worker compiles it once a minute):
+    // a change now would send two versions of one campaign.
+    if (await runningSendUsingDesign(trx, ctx.userId, id)) throw refused(SENDING_WITH_IT);
     const next = nextSource(current, input);
     const rendered = renderDesign(next.format, next.source);
     await liveRows(ctx, TABLE, trx)
