@@ -87,6 +87,8 @@ interface FieldProps {
   rows?: number;
   /** Extra attributes for the control (min, max, step, placeholder, data-*…). */
   attrs?: Record<string, string | number | boolean | undefined>;
+  /** The control's id when two forms of one page have a field of the same name (default: fieldId(name)). */
+  id?: string;
 }
 
 /**
@@ -94,8 +96,7 @@ interface FieldProps {
  * invalid (aria-invalid) and points at its messages (aria-describedby), so a screen reader
  * reads them with it.
  */
-export function Field({ state, name, label, type = 'text', hint, required, choices = [], rows = 6, attrs = {} }: FieldProps) {
-  const id = fieldId(name);
+export function Field({ state, name, label, type = 'text', hint, required, choices = [], rows = 6, attrs = {}, id = fieldId(name) }: FieldProps) {
   const messages = errorsFor(state, name);
   const described = [hint ? `${id}-hint` : '', messages.length ? `${id}-errors` : ''].filter(Boolean).join(' ') || undefined;
   const common = { id, name, 'aria-invalid': messages.length ? ('true' as const) : undefined, 'aria-describedby': described, required, ...attrs };

@@ -27,7 +27,8 @@ export const toNumber = (v: unknown): unknown => {
 export const text = (max = 255, min?: number) => {
   let s = z.string().max(max);
   // Only a string is measured: an array (`q=a&q=b`) is "must be a string", not also "at least N items".
-  if (min !== undefined) s = s.min(min, { when: (payload) => typeof payload.value === 'string' });
+  // (zod runs a check with `when` only when it says so; the option is missing from min's declared type.)
+  if (min !== undefined) s = s.min(min, { when: (payload: { value: unknown }) => typeof payload.value === 'string' } as Parameters<typeof s.min>[1]);
   return s;
 };
 

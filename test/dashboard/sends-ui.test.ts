@@ -473,7 +473,7 @@ describeBrowser('a campaign from the browser', () => {
 
   it('sends a test to the SMTP server: [Test], DKIM-signed, the contact’s values', async () => {
     const before = sink.received.length;
-    expect(await page.inputValue('#test #field-contact_id')).toBe(String(w.contacts[1]));
+    expect(await page.inputValue('#test #test-contact_id')).toBe(String(w.contacts[1]));
     await page.fill('#field-emails', 'tester@example.net');
     await click('button:has-text("Send the test")');
     expect(await page.locator('.flash').innerText()).toBe('Test sent: 1 message.');

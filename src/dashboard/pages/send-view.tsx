@@ -175,7 +175,7 @@ function TestSection({ utr, csrf, state }: { utr: string; csrf: string; state: F
       <form method="post" action={`/app/sends/${utr}/test`} class="form" novalidate>
         <Csrf token={csrf} />
         <Field state={state} name="emails" label="To" type="textarea" rows={3} hint="Up to 10 addresses, one per line or separated by commas. The subject starts with [Test]." attrs={{ spellcheck: false }} />
-        <Field state={state} name="contact_id" label="As contact id (optional)" type="number" hint="Whose values fill the placeholders; without one, sample values." attrs={{ min: 1 }} />
+        <Field state={state} id="test-contact_id" name="contact_id" label="As contact id (optional)" type="number" hint="Whose values fill the placeholders; without one, sample values." attrs={{ min: 1 }} />
         <div class="actions">
           <button type="submit">Send the test</button>
         </div>
