@@ -35,12 +35,13 @@ export async function startDue<T>(trx: Knex.Transaction, userId: number | undefi
   return result.rows as T[];
 }
 
-/** Running sends whose audience is still being written and not parked after a failure, 20 at most: every account's (a read). */
+/** Running sends whose audience is still being written, not paused and not parked after a failure, 20 at most: every account's (a read). */
 export async function sendsToFanOut(db: Knex): Promise<Array<{ id: number; user_id: number }>> {
   return (await db('single_sends')
     .where({ status: SendStatus.Running })
     .whereNull('fanout_done_at')
     .whereNull('deleted_at')
+    .whereNull('paused_at')
     .where((q) => q.whereNull('fanout_retry_at').orWhere('fanout_retry_at', '<=', db.fn.now()))
     .orderBy('id')
     .limit(20)
@@ -53,18 +54,26 @@ export async function sendsToFanOut(db: Knex): Promise<Array<{ id: number; user_
  */
 export async function anyFanOutRunning(db: Knex): Promise<boolean> {
   const { rows } = await db.raw(
-    `SELECT EXISTS (SELECT 1 FROM single_sends WHERE status = ? AND fanout_done_at IS NULL AND deleted_at IS NULL
+    `SELECT EXISTS (SELECT 1 FROM single_sends WHERE status = ? AND fanout_done_at IS NULL AND deleted_at IS NULL AND paused_at IS NULL
        AND (fanout_retry_at IS NULL OR fanout_retry_at <= now())) AS any`,
     [SendStatus.Running],
   );
   return Boolean((rows as Array<{ any: boolean }>)[0].any);
 }
 
-/** Send `id` of account `userId` while its audience is still to be written (undefined otherwise). */
+/**
+ * Send `id` of account `userId` while its audience is still to be written and it is not paused
+ * (undefined otherwise), locked for the chunk's transaction: a pause (which locks the send too)
+ * waits for the chunk and then holds its rows, or comes first and no chunk is written.
+ */
 export async function sendStillFanningOut<T>(trx: Knex, id: number, userId: number): Promise<T | undefined> {
-  return (await trx('single_sends').where({ id, user_id: userId, status: SendStatus.Running }).whereNull('fanout_done_at').whereNull('deleted_at').first()) as
-    | T
-    | undefined;
+  return (await trx('single_sends')
+    .where({ id, user_id: userId, status: SendStatus.Running })
+    .whereNull('fanout_done_at')
+    .whereNull('deleted_at')
+    .whereNull('paused_at')
+    .forUpdate()
+    .first()) as T | undefined;
 }
 
 /** A send whose audience chunk failed waits a minute before the next try, its error kept. */
@@ -105,20 +114,21 @@ export async function sendsMaybeComplete(db: Knex): Promise<Array<{ id: number; 
   return (await db('single_sends')
     .where({ status: SendStatus.Running })
     .whereNull('deleted_at')
+    .whereNull('paused_at')
     .whereNotNull('fanout_done_at')
     .whereRaw('delivered + bounces >= triggered')
     .select('id', 'user_id')) as Array<{ id: number; user_id: number }>;
 }
 
 /**
- * Send `id` of account `userId` → completed, if it is running, not deleted and has no message
+ * Send `id` of account `userId` → completed, if it is running, not deleted, not paused and has no message
  * left to try (confirmed against its rows through the send's unique index). Returns the
  * completed send's row, undefined when it was not.
  */
 export async function completeSend<T>(trx: Knex.Transaction, id: number, userId: number): Promise<T | undefined> {
   const result = await trx.raw(
     `UPDATE single_sends s SET status = ${COMPLETE.toSql}, completed_at = now(), updated_at = now()
-         WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL
+         WHERE s.id = ? AND s.user_id = ? AND s.status IN (${COMPLETE.fromSql}) AND s.deleted_at IS NULL AND s.paused_at IS NULL
            AND ${NOTHING_LEFT_TO_SEND('s')}
          RETURNING s.*`,
     [id, userId, userId],

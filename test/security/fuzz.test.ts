@@ -383,6 +383,8 @@ const NO_READBACK: Record<string, string> = {
   'POST /single/send/duplicate': 'copies a record; takes only a utr',
   'POST /single/send/schedule': 'takes a utr and a time; moves a send to ready (test/api/single-send-drafts.test.ts)',
   'POST /single/send/unschedule': 'takes only a utr; moves a send back to a draft (test/api/single-send-drafts.test.ts)',
+  'POST /single/send/pause': 'takes only a utr; pauses a sending send (test/delivery/single-send-pause.test.ts)',
+  'POST /single/send/resume': 'takes only a utr; resumes a paused send (test/delivery/single-send-pause.test.ts)',
   'POST /single/send/test': 'stores nothing readable; sends mail (test/delivery/single-send-test.test.ts)',
   'POST /webhooks/save': 'the url must resolve to a public host, which fuzzed values almost never do (read back in test/api/webhooks.test.ts)',
   'POST /webhooks/test': 'stores nothing; takes only an id',

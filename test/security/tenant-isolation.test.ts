@@ -235,6 +235,8 @@ const MATRIX: Record<string, Case[]> = {
   'POST /single/send/ab/winner': [idCase('utr', (h, t) => h.form('/single/send/ab/winner', { utr: t.singleSendUtr, variation: 0 }))],
   'POST /single/send/schedule': [idCase('utr', (h, t) => h.form('/single/send/schedule', { utr: t.singleSendUtr }))],
   'POST /single/send/unschedule': [idCase('utr', (h, t) => h.form('/single/send/unschedule', { utr: t.singleSendUtr }))],
+  'POST /single/send/pause': [idCase('utr', (h, t) => h.form('/single/send/pause', { utr: t.singleSendUtr }))],
+  'POST /single/send/resume': [idCase('utr', (h, t) => h.form('/single/send/resume', { utr: t.singleSendUtr }))],
   'GET /single/send/preview': [
     idCase('utr', (h, t) => h.get(q('/single/send/preview', { utr: t.singleSendUtr }))),
     { name: 'contact_id', refs: ['contact_id'], expect: 'NF', send: (h, t, me) => h.get(q('/single/send/preview', { utr: me.singleSendUtr, contact_id: t.contactIds[0] })) },

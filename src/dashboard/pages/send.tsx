@@ -8,7 +8,9 @@ import type { OwnerStats } from '../../resources/reports/reports.schemas';
 import { Chart, Metric, Metrics, Section, Table } from '../components';
 import { count, hourLabel, percent, share, when } from '../format';
 import { Layout, MessagePage, PostButton } from '../layout';
-import { sendPage, type PageContext } from '../respond';
+import { errorLines, sendPage, type PageContext } from '../respond';
+import { submitRoute } from '../form-kit';
+import { apiRoute } from './send-shared';
 
 /**
  * A single send's report: the funnel, the hourly timeline, its links, its bounces and
@@ -24,6 +26,8 @@ interface SendInfo {
   subject: string;
   status: number;
   sent_at: string | null;
+  /** When it was paused (POST /single/send/pause), null while it is not. */
+  paused_at: string | null;
 }
 
 const STATUS = ['Draft', 'Ready', 'Sending', 'Completed'];
@@ -139,7 +143,7 @@ function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: 
   );
 }
 
-export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string> }) {
+export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders, refused = [] }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string>; refused?: string[] }) {
   return (
     <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="sends" charts styles={['sends.css']}>
       <h1>{send.single_send_name}</h1>
@@ -152,7 +156,24 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, send
           </>
         ) : null}
       </p>
+      {send.paused_at ? (
+        <p class="flash" role="status" data-paused>
+          Paused since <time dateTime={send.paused_at}>{when(send.paused_at, tz)}</time>: nothing more is sent until it is resumed.
+        </p>
+      ) : null}
+      {refused.length ? (
+        <div class="error-summary" role="alert" tabIndex={-1}>
+          <ul>
+            {refused.map((m) => (
+              <li>{m}</li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       <div class="actions send-actions">
+        {send.status === 2 ? (
+          <PostButton action={`/app/sends/${send.utr}/${send.paused_at ? 'resume' : 'pause'}`} csrf={csrf} label={send.paused_at ? 'Resume' : 'Pause'} name={send.single_send_name} />
+        ) : null}
         <a class="button secondary" href={`/app/sends/${send.utr}/preview`}>
           Preview and test
         </a>
@@ -238,20 +259,35 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, send
   );
 }
 
-export async function sendReportPage(req: Request, res: Response, p: PageContext): Promise<void> {
+export async function sendReportPage(req: Request, res: Response, p: PageContext, refusal?: { status: number; errors: unknown }): Promise<void> {
   const utr = String(req.params.utr);
   const s = await ownerStats(p.ctx, 'single_send', utr);
   const row = await findByUtr(p.ctx, utr);
   const after = typeof req.query.after === 'string' && /^\d{1,18}$/.test(req.query.after) ? req.query.after : undefined;
   const problems = await listEvents(p.ctx, { single_send_utr: utr, type: ['bounced', 'complained'], limit: PROBLEMS_PER_PAGE, cursor: after });
   const kept = await eventsWithKeptReport(p.ctx, problems.events.map((e) => e.id));
-  const send: SendInfo = { utr: row.utr, single_send_name: row.single_send_name, subject: row.subject, status: row.status, sent_at: (row as { sent_at?: string | null }).sent_at ?? null };
+  const pausedAt = row.paused_at ? new Date(row.paused_at).toISOString() : null;
+  const send: SendInfo = { utr: row.utr, single_send_name: row.single_send_name, subject: row.subject, status: row.status, sent_at: (row as { sent_at?: string | null }).sent_at ?? null, paused_at: pausedAt };
   // A sender test names its senders by address.
   const senders = new Map<number, string>();
   for (const v of s.ab?.type === 'sender' ? s.ab.variations : []) {
     if (v.sender_id !== undefined) senders.set(v.sender_id, (await findSender(p.ctx, v.sender_id).catch(() => undefined))?.from_email ?? `Sender ${v.sender_id}`);
   }
-  sendPage(res, 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} senders={senders} />);
+  const refused = refusal ? errorLines(refusal.errors) : [];
+  sendPage(res, refusal?.status ?? 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} senders={senders} refused={refused} />);
+}
+
+/** POST /app/sends/:utr/pause and /resume: POST /single/send/pause or /resume; the report again, with the API's refusal when it refused. */
+export function pauseAction(which: 'pause' | 'resume') {
+  return async (req: Request, res: Response, p: PageContext): Promise<void> => {
+    const utr = String(req.params.utr);
+    const out = await submitRoute(apiRoute('post', `/single/send/${which}`), p, req, res, { query: { utr } });
+    if (out.ok) {
+      res.redirect(303, `/app/sends/${utr.toLowerCase()}`);
+      return;
+    }
+    await sendReportPage(req, res, p, out);
+  };
 }
 
 /** A person picks the A/B winner (POST /single/send/ab/winner's service); the report again, or why not. */

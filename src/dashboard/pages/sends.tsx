@@ -1,6 +1,6 @@
 import type { DashboardKit } from '../respond';
 import { page } from '../respond';
-import { keptReportPage, pickWinnerAction } from './send';
+import { keptReportPage, pauseAction, pickWinnerAction } from './send';
 import { audienceCountJson, editSendPage, newSendPage, saveSendAction } from './send-form';
 import { sendsCalendarPage, sendsListPage } from './send-list';
 import {
@@ -42,4 +42,6 @@ export function mountSendPages({ router: r, signedIn, requireCsrf, form, largeFo
   r.post('/sends/:utr/duplicate', form, signedIn, requireCsrf, page(duplicateSendAction, 'sends'));
   r.get('/sends/:utr/reports/:eventId', signedIn, page(keptReportPage, 'sends'));
   r.post('/sends/:utr/ab/winner', form, signedIn, requireCsrf, page(pickWinnerAction, 'sends'));
+  r.post('/sends/:utr/pause', form, signedIn, requireCsrf, page(pauseAction('pause'), 'sends'));
+  r.post('/sends/:utr/resume', form, signedIn, requireCsrf, page(pauseAction('resume'), 'sends'));
 }

@@ -101,6 +101,29 @@ export const singleSendRoutes: RouteDef[] = [
     handle: async ({ ctx, utr }) => ok({ utr: await service.unscheduleSingleSend(ctx, utr) }),
   }),
   route({
+    method: 'post',
+    path: '/single/send/pause',
+    tag,
+    summary: 'Herald extension: pause a sending single send (status 2); nothing more is sent until it is resumed',
+    description:
+      'Its recipients not yet sent wait, its audience is no longer written, and it is not completed while paused; messages already handed ' +
+      'to the mail server finish. A send that is not sending, is already paused, or has an A/B test answers VAL.',
+    id: { ...utrId, requiredMessage: true },
+    response: utrMessage,
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr }) => ok({ utr: await service.pauseSingleSend(ctx, utr) }),
+  }),
+  route({
+    method: 'post',
+    path: '/single/send/resume',
+    tag,
+    summary: 'Herald extension: a paused single send goes on sending where it stopped; a send that is not paused answers VAL',
+    id: { ...utrId, requiredMessage: true },
+    response: utrMessage,
+    failures: ['AUTH', 'VAL', 'NF2'],
+    handle: async ({ ctx, utr }) => ok({ utr: await service.resumeSingleSend(ctx, utr) }),
+  }),
+  route({
     method: 'get',
     path: '/single/send/preview',
     tag,

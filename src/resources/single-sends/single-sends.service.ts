@@ -19,6 +19,7 @@ import { resolveAbInput } from './ab-input';
 import { decideByHand, lockTest } from '../../ab/decision';
 import { wakeWorkers } from '../../jobs/wake';
 import { cancelRowsOf, OPENED_ROWS_OF_SEND } from '../../deliveries/rows';
+import { holdQueuedRowsOf, releaseQueuedRowsOf } from '../../deliveries/pause';
 import type { AudienceRef } from '../../contacts/audience-ref';
 import { deleteSends, insertSend, liveSends, lockLiveSends, updateSend } from '../../single-sends/rows';
 
@@ -46,6 +47,8 @@ export type SingleSendRow = Omit<SingleSendRecord, 'schedule_date' | 'schedule_t
   schedule_date: string | null;
   schedule_time: string | null;
   sent_at: string | null;
+  /** When the send was paused (POST /single/send/pause); null while it is not. Not in the spec's record. */
+  paused_at?: Date | null;
   /** Who opened: [address, delivery id, stored token of a row older than signed tokens]. */
   opened?: Array<[string, number, string | null]> | null;
   unique_open_token?: Record<string, string>;
@@ -390,6 +393,39 @@ export async function unscheduleSingleSend(ctx: Ctx, utr: string): Promise<strin
     if (!sendStatus.canMove(row.status, SendStatus.Draft)) throw invalid({ utr: ['The single send has already started sending and can not be unscheduled.'] });
     await updateSend(trx, ctx.userId, row.id, { status: SendStatus.Draft, due_at: null, updated_at: trx.fn.now() });
   });
+  return utr.toLowerCase();
+}
+
+/**
+ * POST /single/send/pause: a sending single send (status 2) stops sending. In one transaction,
+ * the send locked (so a fan-out chunk either finishes first and its rows are held here, or waits
+ * and writes nothing while paused): `paused_at` is set and its queued rows are never due until
+ * it resumes. Messages already claimed by a worker finish. An A/B send is refused: its test
+ * group and the release to the winner run on their own clock (src/ab), which a pause would not stop.
+ */
+export async function pauseSingleSend(ctx: Ctx, utr: string): Promise<string> {
+  await findByUtr(ctx, utr);
+  await ctx.db.transaction(async (trx) => {
+    const row = await findByUtr(ctx, utr, trx, true);
+    if (row.status !== SendStatus.Running) throw invalid({ utr: ['Only a sending single send can be paused.'] });
+    if (row.paused_at) throw invalid({ utr: ['The single send is already paused.'] });
+    if ((await readAbPlans(trx, ctx.userId, [row.id])).has(row.id)) throw invalid({ utr: ['A single send with an A/B test can not be paused.'] });
+    await updateSend(trx, ctx.userId, row.id, { paused_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await holdQueuedRowsOf(trx, ctx.userId, row.id);
+  });
+  return utr.toLowerCase();
+}
+
+/** POST /single/send/resume: a paused single send goes on sending — its held rows due now, its fan-out and completion as before. */
+export async function resumeSingleSend(ctx: Ctx, utr: string): Promise<string> {
+  await findByUtr(ctx, utr);
+  await ctx.db.transaction(async (trx) => {
+    const row = await findByUtr(ctx, utr, trx, true);
+    if (row.status !== SendStatus.Running || !row.paused_at) throw invalid({ utr: ['Only a paused single send can be resumed.'] });
+    await updateSend(trx, ctx.userId, row.id, { paused_at: null, updated_at: trx.fn.now() });
+    await releaseQueuedRowsOf(trx, ctx.userId, row.id);
+  });
+  await wakeWorkers(ctx.db, 'housekeeping');
   return utr.toLowerCase();
 }
 
