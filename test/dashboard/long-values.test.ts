@@ -41,6 +41,7 @@ const made = {
   list: { id: 0, name: stretch('Long list') },
   contact: { id: 0, email: longAddress('contact'), first_name: stretch('First'), last_name: stretch('Last') },
   segment: stretch('Segment'),
+  design: { id: 0, name: stretch('Design') },
   sender: { from_name: stretch('Sender name'), from_email: longAddress('sender') },
   webhook: { id: 0, url: '', description: stretch('Description') },
   automation: { utr: '', name: stretch('Automation'), subject: stretch('Automation email subject') },
@@ -84,6 +85,7 @@ async function seedThroughTheApi(): Promise<void> {
   made.webhook.url = `${receiver.url}/${'p'.repeat(LONG - receiver.url.length - 1)}`;
   made.webhook.id = ok(await as.form('/webhooks/save', { url: made.webhook.url, description: made.webhook.description })).id;
   ok(await as.form('/suppressions/add', { emails: made.suppressed }));
+  made.design.id = ok(await as.form('/designs/save', { template_name: made.design.name, format: 'markdown', source: `# ${stretch('Heading')}` })).id;
   const group = (await db('unsubscribe_groups').where({ user_id: a.id }).first('id')).id;
   made.automation.utr = ok(await as.form('/automations/create', { type: 'custom', automation_for: `contacts_${made.list.id}`, automation_name: made.automation.name, unsubscribe_group_id: group })).utr;
   ok(
@@ -139,6 +141,8 @@ describeBrowser('long values on every dashboard page', () => {
     '/app/sends/new': [made.list.name],
     [`/app/sends/${w.send.utr}/preview`]: [w.send.name],
     [`/app/sends/${w.send.utr}/delete`]: [w.send.name],
+    '/app/designs': [made.design.name],
+    [`/app/designs/${made.design.id}/delete`]: [made.design.name],
     '/app/automations': [made.automation.name],
     [`/app/automations/${w.automation.utr}`]: [w.automation.emails[0].subject],
     [`/app/automations/${made.automation.utr}`]: [made.automation.name, made.automation.subject],
