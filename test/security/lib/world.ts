@@ -38,6 +38,8 @@ export interface World {
   webhookId: number;
   /** A suppression with a kept report (GET /suppressions/message). */
   suppressionId: number;
+  /** A saved design (POST /designs/save), named with the marker. */
+  designId: number;
 }
 
 function ok(res: { status: number; body: unknown; text?: string }, what: string): void {
@@ -211,7 +213,11 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
     .insert({ user_id: a.id, type: 'bounced', email: `${marker}-gone@example.com`, delivery_id: 1, data: JSON.stringify({ kind: 'hard', status: '5.1.1', diagnostic: 'user unknown', source: 'dsn' }) })
     .returning('id');
 
+  const design = await http.form('/designs/save', { template_name: `${marker} design`, format: 'markdown', source: `# ${marker} heading` });
+  ok(design, 'design');
+
   return {
+    designId: Number((design.body as { message: { id: number } }).message.id),
     suppressionId: Number(suppression.id),
     bounceEventId: Number(bounceEvent.id),
     account: a,
