@@ -111,6 +111,7 @@ function idsFor(op: Operation, name: string, w: World): Array<string | number> {
       if (p.startsWith('/contacts-type')) return [w.contactTypeId];
       if (p.startsWith('/custom-fields')) return [w.customFieldId];
       if (p.startsWith('/notification-recipient')) return w.notificationIds;
+      if (p.startsWith('/designs')) return [w.designId];
       return [1];
     default:
       return [1];
@@ -391,7 +392,7 @@ const NO_READBACK: Record<string, string> = {
   'POST /single/send/resume': 'takes only a utr; resumes a paused send (test/delivery/single-send-pause.test.ts)',
   'POST /single/send/test': 'stores nothing readable; sends mail (test/delivery/single-send-test.test.ts)',
   'POST /designs/preview': 'stores nothing; answers the rendered design (test/api/designs.test.ts)',
-  'POST /designs/update': 'the fuzzed world has no saved design of its own, so its ids answer NF1 (updates read back in test/api/designs.test.ts)',
+  'POST /designs/update': 'the fuzzed delete may have removed the world\'s one design first (updates read back in test/api/designs.test.ts)',
   'POST /automations/schedule/update': 'changes an email named by its utr in place; read back field by field in test/api/automation-schedule-update.test.ts',
   'POST /webhooks/save': 'the url must resolve to a public host, which fuzzed values almost never do (read back in test/api/webhooks.test.ts)',
   'POST /webhooks/test': 'stores nothing; takes only an id',
