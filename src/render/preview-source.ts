@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { designParts, type MessageSource } from '../sources';
 import { registerLinks, trackedUrls } from './links';
 import { compileDesign, type CompiledDesign } from './render';
+import { customFieldNames } from './sample';
 
 /**
  * The one way a message source (src/sources: a single send, one of its A/B variations, an
@@ -30,11 +31,6 @@ export type LinkMode =
    * preview fills a link's own token, a test its destination.
    */
   | 'unregistered';
-
-async function customFieldNames(db: Knex, userId: number): Promise<Map<string, string>> {
-  const rows = (await db('custom_fields').where({ user_id: userId }).select('id', 'field_name')) as Array<{ id: number; field_name: string }>;
-  return new Map(rows.map((f) => [String(f.id), f.field_name]));
-}
 
 type SourceConfig = Pick<Config, 'publicUrl' | 'trackClicks' | 'espMetadataHeaders'>;
 
