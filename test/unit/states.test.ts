@@ -46,13 +46,13 @@ describe('state machines (src/states.ts)', () => {
     expect(importStatus.values).toEqual(['running', 'completed', 'failed']);
   });
 
-  it('single send: a draft or ready send is made ready by an update; the worker starts and completes it', () => {
-    expect(allowedMoves(sendStatus as AnyMachine)).toEqual(['0 → 1', '1 → 1', '1 → 2', '2 → 3']);
+  it('single send: a draft or ready send is made ready by an update; a draft saved as one stays a draft, a ready send not started goes back to one (unschedule); the worker starts and completes it', () => {
+    expect(allowedMoves(sendStatus as AnyMachine)).toEqual(['0 → 0', '0 → 1', '1 → 0', '1 → 1', '1 → 2', '2 → 3']);
     // An update once sending has started is refused (NOT_UPDATABLE).
     expect(sendStatus.canMove(SendStatus.Running, SendStatus.Ready)).toBe(false);
     expect(sendStatus.canMove(SendStatus.Completed, SendStatus.Ready)).toBe(false);
-    // Nothing goes back to draft, and nothing skips running.
-    expect(sendStatus.canMove(SendStatus.Ready, SendStatus.Draft)).toBe(false);
+    // A started send never goes back to draft, and nothing skips running.
+    expect(sendStatus.canMove(SendStatus.Running, SendStatus.Draft)).toBe(false);
     expect(sendStatus.canMove(SendStatus.Ready, SendStatus.Completed)).toBe(false);
   });
 
