@@ -20,6 +20,9 @@ export const ACCOUNT_EVENT_TYPES = [
   'contacts.imported',
   'sender.verified',
   'webhook.disabled',
+  'contact.confirmed',
+  'contact.data_requested',
+  'contact.erased',
 ] as const;
 export const EVENT_TYPES = [...MESSAGE_EVENT_TYPES, ...ACCOUNT_EVENT_TYPES] as const;
 
