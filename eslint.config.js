@@ -12,7 +12,7 @@ const LAYERS = [
   ['config', 'logger', 'paths', 'context', 'recipient-token', 'states', 'dns'],
   ['db', 'dkim', 'mail', 'accounts', 'jobs'],
   ['http'],
-  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts', 'deliveries', 'single-sends', 'render'],
+  ['events', 'suppression', 'webhooks', 'bounces', 'sources', 'statistics', 'ab', 'contacts', 'deliveries', 'single-sends', 'render', 'forms', 'consent'],
   ['resources'],
   ['delivery'],
   ['public', 'dashboard'],
