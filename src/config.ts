@@ -192,6 +192,12 @@ const settings = {
   notificationMaxAttempts: setting('NOTIFICATION_MAX_ATTEMPTS', intIn(1, 100).default(8)),
   /** Notices one worker process mails side by side. */
   notificationConcurrency: setting('NOTIFICATION_CONCURRENCY', intIn(1, 100).default(5)),
+  /** Submissions to the public subscribe endpoint per client address per hour (429 past it; 0: no limit). */
+  subscribeLimitPerHour: setting('SUBSCRIBE_LIMIT_PER_HOUR', intIn(0, 1_000_000).default(20)),
+  /** How long a double opt-in confirmation link works, in hours. */
+  optinTokenTtlHours: setting('OPTIN_TOKEN_TTL_HOURS', intIn(1, 8760).default(168)),
+  /** Pending (unconfirmed) subscriptions older than this many days are deleted by the worker. */
+  optinPendingDays: setting('OPTIN_PENDING_DAYS', intIn(1, 3650).default(14)),
   /** Rewrite the http(s) links of campaign and automation mail to /t/click/… (src/render/links.ts). */
   trackClicks: setting('TRACK_CLICKS', flag.default(true)),
   /** A click this soon after its message was accepted is flagged `suspected_bot` (0: never by time). */
