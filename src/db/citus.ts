@@ -34,6 +34,10 @@ export const GLOBAL_TABLES = [
   'dkim_keys',
   'esp_replay_tokens',
   'dashboard_sign_in_failures',
+  // The public subscribe endpoint's per-client-address limit and its spent proof-of-work
+  // challenges (src/forms/subscribe-guards.ts): a submission's client address names no account.
+  'subscribe_limits',
+  'pow_spent',
 ];
 
 export const DISTRIBUTION_COLUMN = 'user_id';
