@@ -1,0 +1,219 @@
+import type { Knex } from 'knex';
+import { secret } from '../db/secrets';
+import { SenderVerification } from '../states';
+import { formPublicId, type FormRef } from './public-id';
+
+/**
+ * A signup form as the public endpoint (`/subscribe/<public id>`) shows and applies it (issue 35).
+ * The API that writes forms is src/resources/forms; this module is what the public pages, the
+ * confirmation mail and the statistics read, below resources (eslint.config.js LAYERS).
+ */
+export const CAPTCHAS = ['none', 'proof_of_work'] as const;
+export type Captcha = (typeof CAPTCHAS)[number];
+
+/** The subject of the confirmation mail when the form names none. */
+export const DEFAULT_CONFIRMATION_SUBJECT = 'Please confirm your subscription';
+
+/** Reserved fields a form may show: the contact's text columns (email always; alt_email and country are not offered). */
+export const FORM_RESERVED_FIELDS = [
+  'email',
+  'first_name',
+  'last_name',
+  'state',
+  'city',
+  'address_line1',
+  'address_line2',
+  'state_province_region',
+  'postal_code',
+] as const;
+
+/** A field as stored in `forms.fields`. */
+export interface StoredFormField {
+  field_id: number;
+  required: 0 | 1;
+  label: string;
+}
+
+export interface PublicFormField {
+  /** The id in the `fields` view (reserved fields 1–11, custom fields above). */
+  fieldId: number;
+  /** The field's name: a reserved column (`email`, `first_name`, …) or the custom field's name. */
+  name: string;
+  kind: 'reserved' | 'custom';
+  type: 'text' | 'number' | 'datetime-local';
+  label: string;
+  required: boolean;
+  /** The name of its input in the HTML form: the reserved column's name, or `custom_field[<name>]`. */
+  inputName: string;
+}
+
+export interface PublicFormSender {
+  id: number;
+  fromName: string;
+  fromEmail: string;
+  replyTo: string;
+}
+
+export interface PublicForm {
+  /** The public id (src/forms/public-id.ts). */
+  id: string;
+  userId: number;
+  formId: number;
+  name: string;
+  /** The lists it subscribes to, live ones only, in the order the form names them. */
+  lists: Array<{ id: number; name: string }>;
+  /** In the form's order; `email` is always among them, required. */
+  fields: PublicFormField[];
+  doubleOptIn: boolean;
+  consentText: string;
+  successUrl: string | null;
+  confirmUrl: string | null;
+  confirmationSubject: string;
+  confirmationSenderId: number | null;
+  /** The confirmation sender when it is still live and verified, else null (then no confirmation mail can go). */
+  sender: PublicFormSender | null;
+  captcha: Captcha;
+}
+
+/** The input name of a field in the HTML form and the JSON body. */
+export function inputName(field: { name: string; kind: 'reserved' | 'custom' }): string {
+  return field.kind === 'reserved' ? field.name : `custom_field[${field.name}]`;
+}
+
+/** `first_name` → `First name`: the label of a field the form gives none. */
+export function defaultLabel(name: string): string {
+  const words = name.replace(/_/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+interface FormRow {
+  id: number;
+  user_id: number;
+  name: string;
+  contact_type_ids: number[];
+  fields: StoredFormField[];
+  double_opt_in: number;
+  consent_text: string;
+  success_url: string | null;
+  confirm_url: string | null;
+  confirmation_subject: string;
+  confirmation_sender_id: number | null;
+  captcha: Captcha;
+  sender_id: number | null;
+  from_name: string | null;
+  from_email: string | null;
+  reply_to_email: string | null;
+  is_verified: number | null;
+}
+
+interface FieldRow {
+  id: number;
+  field_name: string;
+  field_type: PublicFormField['type'];
+  is_reserved: number;
+}
+
+/**
+ * The fields named by ids, reserved and the account's custom ones (one account's rows: the
+ * custom fields filtered by user_id, the reserved ones a reference table).
+ */
+export async function fieldsByIds(db: Knex, userId: number, ids: number[]): Promise<Map<number, FieldRow>> {
+  if (ids.length === 0) return new Map();
+  const r = await db.raw(
+    `SELECT id, field_name, field_type, 1 AS is_reserved FROM reserved_fields WHERE id = ANY(?::int[])
+     UNION ALL
+     SELECT id, field_name, field_type, 0 AS is_reserved FROM custom_fields WHERE user_id = ? AND id = ANY(?::int[])`,
+    [ids, userId, ids],
+  );
+  return new Map((r.rows as FieldRow[]).map((f) => [f.id, { ...f, is_reserved: Number(f.is_reserved) }]));
+}
+
+/** The stored fields as shown: a field deleted since is left out; email always shows, required. */
+export function showFields(stored: StoredFormField[], found: Map<number, FieldRow>): PublicFormField[] {
+  const out: PublicFormField[] = [];
+  for (const f of stored) {
+    const row = found.get(f.field_id);
+    if (!row) continue;
+    const kind = row.is_reserved ? 'reserved' : 'custom';
+    out.push({
+      fieldId: row.id,
+      name: row.field_name,
+      kind,
+      type: row.field_type,
+      label: f.label || defaultLabel(row.field_name),
+      required: f.required === 1 || (kind === 'reserved' && row.field_name === 'email'),
+      inputName: inputName({ name: row.field_name, kind }),
+    });
+  }
+  return out;
+}
+
+/** The live lists among ids, in the order of ids. */
+export async function listsByIds(db: Knex, userId: number, ids: number[]): Promise<Array<{ id: number; name: string }>> {
+  if (ids.length === 0) return [];
+  const rows = (await db('contact_types')
+    .where('user_id', userId)
+    .whereIn('id', ids)
+    .whereNull('deleted_at')
+    .select('id', 'name')) as Array<{ id: number; name: string }>;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+}
+
+/**
+ * The form a public id names, as the public page needs it, or undefined when it is deleted (or
+ * was never there). Three reads of one account's rows: the form with its sender, its lists, its fields.
+ */
+export async function loadPublicForm(db: Knex, ref: FormRef): Promise<PublicForm | undefined> {
+  const row = (await db('forms as f')
+    .leftJoin('senders as s', (j) =>
+      j.on('s.id', 'f.confirmation_sender_id').andOn('s.user_id', 'f.user_id').andOnNull('s.deleted_at'),
+    )
+    .where('f.user_id', ref.userId)
+    .where('f.id', ref.formId)
+    .whereNull('f.deleted_at')
+    .first(
+      'f.id',
+      'f.user_id',
+      'f.name',
+      'f.contact_type_ids',
+      'f.fields',
+      'f.double_opt_in',
+      'f.consent_text',
+      'f.success_url',
+      'f.confirm_url',
+      'f.confirmation_subject',
+      'f.confirmation_sender_id',
+      'f.captcha',
+      's.id as sender_id',
+      's.from_name',
+      's.from_email',
+      's.reply_to_email',
+      's.is_verified',
+    )) as FormRow | undefined;
+  if (!row) return undefined;
+  const [lists, found, key] = await Promise.all([
+    listsByIds(db, ref.userId, row.contact_type_ids),
+    fieldsByIds(db, ref.userId, row.fields.map((f) => f.field_id)),
+    secret(db, 'tracking'),
+  ]);
+  const verified = row.sender_id !== null && row.is_verified === SenderVerification.Verified;
+  return {
+    id: formPublicId(key, ref),
+    userId: ref.userId,
+    formId: ref.formId,
+    name: row.name,
+    lists,
+    fields: showFields(row.fields, found),
+    doubleOptIn: row.double_opt_in === 1,
+    consentText: row.consent_text,
+    successUrl: row.success_url,
+    confirmUrl: row.confirm_url,
+    confirmationSubject: row.confirmation_subject || DEFAULT_CONFIRMATION_SUBJECT,
+    confirmationSenderId: row.confirmation_sender_id,
+    sender: verified
+      ? { id: row.sender_id!, fromName: row.from_name ?? '', fromEmail: row.from_email ?? '', replyTo: row.reply_to_email ?? '' }
+      : null,
+    captcha: row.captcha,
+  };
+}
