@@ -19,10 +19,15 @@ const STRICT_CSP = {
 type ExtraDirective = 'frame-src';
 export type CspDirective = keyof typeof STRICT_CSP | ExtraDirective;
 
-/** The strict policy, with `widen`'s sources added to their directives (say why at the caller). */
-export function pageHeaders(widen: Partial<Record<CspDirective, string>> = {}): Record<string, string> {
+/**
+ * The strict policy, with `widen`'s sources added to their directives (say why at the caller),
+ * and `without`'s directives left out (they fall back to `default-src 'none'`: a page that
+ * runs no script drops `script-src` and `connect-src`).
+ */
+export function pageHeaders(widen: Partial<Record<CspDirective, string>> = {}, without: CspDirective[] = []): Record<string, string> {
   const extra = (Object.keys(widen) as CspDirective[]).filter((d) => !(d in STRICT_CSP)).map((d) => [d, "" as string] as const);
   const csp = [...Object.entries(STRICT_CSP), ...extra]
+    .filter(([directive]) => !without.includes(directive as CspDirective))
     .map(([directive, sources]) => `${directive} ${[sources, widen[directive as CspDirective]].filter(Boolean).join(' ')}`)
     .join('; ');
   return {

@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Express, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Deps } from '../context';
@@ -9,7 +9,7 @@ import type { MessageEvent } from '../events/types';
 import type { Logger } from '../logger';
 import { OWNER_COLUMNS, ownsLink, SOURCE_REF_COLUMNS, sourceRef, type OwnerColumns, type SourceRefColumns } from '../sources';
 import { lookupToken, readClickToken, type ClickRef, type RecipientRef } from '../recipient-token';
-import { pageErrors, sendPage } from './page';
+import { pageErrors, sendRecipientMessage } from '../dashboard/recipient';
 
 /**
  * Open pixel and click redirects: the two public endpoints that every recipient's mail client
@@ -184,7 +184,8 @@ async function openRef(db: Knex, token: string): Promise<RecipientRef | undefine
   return row ? { deliveryId: Number(row.id), userId: row.user_id } : undefined;
 }
 
-const NOT_FOUND = '<h1>Link not recognised</h1><p>This link is incomplete or was not sent by us. Please use the link exactly as it appears in the email.</p>';
+const notFound = (res: Response) =>
+  sendRecipientMessage(res, 404, 'Link not recognised', 'This link is incomplete or was not sent by us. Please use the link exactly as it appears in the email.');
 
 /** GET /t/open/<token>.gif (always the GIF, also for unknown tokens or a failing database) and GET /t/click/<token>. */
 export function mountTracking(app: Express, deps: Deps): void {
@@ -210,14 +211,14 @@ export function mountTracking(app: Express, deps: Deps): void {
     pageErrors(async (req, res) => {
       const ref = readClickToken(await secret(deps.db, 'tracking'), String(req.params.token));
       const link = ref && (await links.get(ref));
-      if (!ref || !link) return sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+      if (!ref || !link) return notFound(res);
       // The person is sent on even when the click cannot be recorded (the database is down, say),
       // but never with a token whose row and link are not one message's (only our key makes one).
       const recorded = await recorder.record({ kind: 'click', ref, link, scanner: isScannerAgent(req.get('user-agent')) }).catch((err) => {
         req.log?.warn({ err }, 'click not recorded');
         return true;
       });
-      if (!recorded) return sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+      if (!recorded) return notFound(res);
       res.status(302).set({ Location: link.location, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).end();
     }),
   );

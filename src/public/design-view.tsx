@@ -1,7 +1,7 @@
 import type { Express } from 'express';
 import { isUtr } from '../http/fields';
 import type { Deps } from '../context';
-import { pageErrors, sendPage } from './page';
+import { pageErrors, sendRecipientMessage } from '../dashboard/recipient';
 import { joinTemplate, TEMPLATE_HTML } from '../sources/template-html';
 
 /**
@@ -22,7 +22,7 @@ export function mountDesignView(app: Express, deps: Deps): void {
             .first('s.template_html', deps.db.raw(TEMPLATE_HTML))
         : undefined;
       if (!row) {
-        sendPage(res, 404, 'Design not found', '<h1>Design not found</h1><p>This design does not exist or was removed.</p>');
+        sendRecipientMessage(res, 404, 'Design not found', 'This design does not exist or was removed.');
         return;
       }
       res

@@ -1,4 +1,5 @@
 import express, { type Express, type Request, type Response } from 'express';
+import type { ComponentChildren } from 'preact';
 import type { Knex } from 'knex';
 import multer from 'multer';
 import type { Deps } from '../context';
@@ -7,7 +8,7 @@ import { rowOfToken, markUnsubscribed } from '../deliveries/rows';
 import { OWNERS, ownerOf, SOURCE_REF_COLUMNS, sourceRef, type SourceRef, type SourceRefColumns } from '../sources';
 import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
-import { escapeHtml, pageErrors, sendPage } from './page';
+import { Checkbox, ChoiceList, Heading, Hidden, Notice, pageErrors, PostForm, PrimaryButton, sendRecipientMessage, sendRecipientPage, Text } from '../dashboard/recipient';
 
 /**
  * The unsubscribe preferences page (GET), its form (POST) and RFC 8058 one-click (POST with
@@ -124,30 +125,47 @@ export async function oneClick(db: Knex, m: MessageContext): Promise<void> {
   });
 }
 
-function form(token: string, email: string, groups: GroupState[], all: boolean, notice?: string): string {
-  const items = groups
-    .map(
-      (g) => `<label><input type="checkbox" name="keep" value="${g.id}"${g.subscribed ? ' checked' : ''}>
-  <span>${escapeHtml(g.group_name)}<span class="hint">${escapeHtml(g.description)}</span></span></label>`,
-    )
-    .join('\n');
-  return `<h1>Email preferences</h1>
-${notice ? `<p class="ok" role="status">${escapeHtml(notice)}</p>` : ''}
-<p>Choose what <strong>${escapeHtml(email)}</strong> receives. Untick a list to stop getting it.</p>
-<form method="post" action="/unsubscribe/${escapeHtml(token)}">
-<input type="hidden" name="action" value="save">
-<fieldset><legend>Lists</legend>
-${items || '<p class="muted">No lists to show.</p>'}
-</fieldset>
-<fieldset><legend>Everything</legend>
-<label><input type="checkbox" name="all" value="1"${all ? ' checked' : ''}>
-  <span>Unsubscribe from all email<span class="hint">You will get no more messages from this sender.</span></span></label>
-</fieldset>
-<button type="submit">Save preferences</button>
-</form>`;
+interface PreferencesProps {
+  token: string;
+  email: string;
+  groups: GroupState[];
+  all: boolean;
+  notice?: string;
+  /** What follows the form (more things a recipient can do with this link). */
+  children?: ComponentChildren;
 }
 
-const NOT_FOUND = '<h1>Link not recognised</h1><p>This unsubscribe link is invalid or no longer works.</p>';
+/** The preferences page: the lists the address gets, "everything", and below them `children`. */
+export function PreferencesPage({ token, email, groups, all, notice, children }: PreferencesProps) {
+  return (
+    <>
+      <Heading>Email preferences</Heading>
+      {notice ? <Notice>{notice}</Notice> : null}
+      <Text>
+        Choose what <strong>{email}</strong> receives. Untick a list to stop getting it.
+      </Text>
+      <PostForm action={`/unsubscribe/${token}`}>
+        <Hidden name="action" value="save" />
+        <ChoiceList
+          legend="Lists"
+          name="keep"
+          choices={groups.map((g) => ({ value: String(g.id), label: g.group_name, hint: g.description, checked: g.subscribed }))}
+          empty="No lists to show."
+        />
+        <fieldset>
+          <legend>Everything</legend>
+          <Checkbox name="all" checked={all} label="Unsubscribe from all email" hint="You will get no more messages from this sender." />
+        </fieldset>
+        <PrimaryButton>Save preferences</PrimaryButton>
+      </PostForm>
+      {children}
+    </>
+  );
+}
+
+function sendPreferences(res: Response, props: PreferencesProps): void {
+  sendRecipientPage(res, 200, { title: 'Email preferences', body: <PreferencesPage {...props} /> });
+}
 
 function readKeep(body: Record<string, unknown>): Set<number> {
   const raw = body.keep ?? body['keep[]'];
@@ -160,7 +178,7 @@ export function mountUnsubscribe(app: Express, deps: Deps): void {
 
   const load = async (req: Request, res: Response): Promise<MessageContext | undefined> => {
     const m = await resolveMessage(deps.db, String(req.params.token));
-    if (!m) sendPage(res, 404, 'Link not recognised', NOT_FOUND);
+    if (!m) sendRecipientMessage(res, 404, 'Link not recognised', 'This unsubscribe link is invalid or no longer works.');
     return m;
   };
 
@@ -170,7 +188,7 @@ export function mountUnsubscribe(app: Express, deps: Deps): void {
       const m = await load(req, res);
       if (!m) return;
       const { groups, all } = await groupsFor(deps.db, m);
-      sendPage(res, 200, 'Email preferences', form(String(req.params.token).toLowerCase(), m.email, groups, all));
+      sendPreferences(res, { token: String(req.params.token).toLowerCase(), email: m.email, groups, all });
     }),
   );
 
@@ -181,11 +199,19 @@ export function mountUnsubscribe(app: Express, deps: Deps): void {
     const token = String(req.params.token).toLowerCase();
     if (body['List-Unsubscribe'] === 'One-Click' || body.action !== 'save') {
       await oneClick(deps.db, m);
-      sendPage(res, 200, 'Unsubscribed', `<h1>You are unsubscribed</h1><p>${escapeHtml(m.email)} will get no more of these messages.</p>`);
+      sendRecipientPage(res, 200, {
+        title: 'Unsubscribed',
+        body: (
+          <>
+            <Heading>You are unsubscribed</Heading>
+            <Text>{m.email} will get no more of these messages.</Text>
+          </>
+        ),
+      });
       return;
     }
     await savePreferences(deps.db, m, readKeep(body), body.all === '1');
     const { groups, all } = await groupsFor(deps.db, m);
-    sendPage(res, 200, 'Email preferences', form(token, m.email, groups, all, 'Your preferences have been saved.'));
+    sendPreferences(res, { token, email: m.email, groups, all, notice: 'Your preferences have been saved.' });
   }));
 }
