@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { createChallenge, randomInt, verifySolution, type Challenge } from 'altcha-lib';
-import { deriveKey } from 'altcha-lib/algorithms/sha';
+import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import type * as Altcha from 'altcha-lib' with { 'resolution-mode': 'import' };
+import type * as AltchaSha from 'altcha-lib/algorithms/sha' with { 'resolution-mode': 'import' };
 import { secret } from '../db/secrets';
 
 /**
@@ -9,6 +10,12 @@ import { secret } from '../db/secrets';
  * per-client-address limit and the proof-of-work challenge. Both tables belong to no account
  * (GLOBAL_TABLES, src/db/citus.ts): a client address or a challenge names none.
  */
+
+// altcha-lib's types are its ES module's; its CommonJS build is what this CommonJS module loads.
+const load = createRequire(__filename);
+const { createChallenge, randomInt, verifySolution } = load('altcha-lib') as typeof Altcha;
+const { deriveKey } = load('altcha-lib/algorithms/sha') as typeof AltchaSha;
+type Challenge = Altcha.Challenge;
 
 /** The hour a submission counts in, and the seconds until the next one. */
 function hourWindow(now = Date.now()): { hour: Date; retryAfter: number } {

@@ -14,6 +14,9 @@ import { completeSends, fanOutSome, startDueSends } from '../delivery/scheduler'
 import { Sender } from '../delivery/sender';
 import { GlobalThrottle, Throttle } from '../delivery/throttle';
 import { Alarm, WakeListener } from '../jobs/wake';
+import { optinConfirmation } from '../forms/optin-mail';
+import { deleteOldPending } from '../forms/pending';
+import { purgeGuards } from '../forms/subscribe-guards';
 
 export interface WorkerDeps {
   config: Config;
@@ -26,7 +29,10 @@ export interface WorkerDeps {
  * Kinds of job of the `jobs` table (src/jobs/kind.ts) the worker runs, each in a loop of its own
  * named after the kind. A new kind is added here.
  */
-const JOB_KINDS: ReadonlyArray<JobKind<unknown, WorkerDeps>> = [abDecision as JobKind<unknown, WorkerDeps>];
+const JOB_KINDS: ReadonlyArray<JobKind<unknown, WorkerDeps>> = [
+  abDecision as JobKind<unknown, WorkerDeps>,
+  optinConfirmation as JobKind<unknown, WorkerDeps>,
+];
 
 /** One of the worker's loops: its rounds, and how long it naps when a round found nothing to do. */
 interface Loop {
@@ -150,9 +156,18 @@ export class Worker {
     return handled;
   }
 
+  /** OPTIN_PENDING_DAYS: old pending subscriptions go; so do the subscribe endpoint's past counts and spent challenges. */
+  async optinCleanup(): Promise<number> {
+    const pending = await deleteOldPending(this.deps.db, this.deps.config.optinPendingDays);
+    await purgeGuards(this.deps.db);
+    if (pending) this.deps.logger.info({ pending }, 'old pending subscriptions deleted');
+    return pending;
+  }
+
   private async retention(): Promise<number> {
     const purged = await purgeExpired(this.deps.db, this.deps.config);
     if (purged.events || purged.webhookBatches || purged.bounceReports) this.deps.logger.info(purged, 'expired rows purged');
+    await this.optinCleanup();
     // Nothing more until the next hour.
     return 0;
   }
