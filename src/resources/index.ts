@@ -5,6 +5,7 @@ import { contactTypeRoutes } from './contact-types/contact-types.router';
 import { contactRoutes } from './contacts/contacts.router';
 import { designRoutes } from './designs/designs.router';
 import { fieldRoutes } from './fields/fields.router';
+import { formRoutes } from './forms/forms.router';
 import { geographyRoutes } from './geography/geography.router';
 import { singleSendRoutes } from './single-sends/single-sends.router';
 import { senderRoutes } from './senders/senders.router';
@@ -36,4 +37,5 @@ export const apiRoutes: RouteDef[] = [
   ...reportRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
+  ...formRoutes,
 ];
