@@ -32,6 +32,8 @@ export async function recordAccountEvent(
   subject: string,
   facts: Facts,
   of: AccountEventOf = {},
+  /** `email`: the address the event is about (its column, so an erasure finds it); `notify: false`: no notification mail. */
+  opts: { email?: string; notify?: boolean } = {},
 ): Promise<void> {
   await deps.db.transaction(async (trx) => {
     await lockAccountEvents(trx, [userId]);
@@ -41,9 +43,10 @@ export async function recordAccountEvent(
         type,
         single_send_id: of.singleSendId ?? null,
         automation_id: of.automationId ?? null,
+        ...(opts.email ? { email: opts.email.toLowerCase() } : {}),
         data: JSON.stringify({ ...facts, subject: subject.slice(0, 255) }),
       })
       .returning(['id']);
-    await queueNotice(trx, userId, event.id);
+    if (opts.notify !== false) await queueNotice(trx, userId, event.id);
   });
 }
