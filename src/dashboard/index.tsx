@@ -8,6 +8,7 @@ import { MessagePage, SignInPage } from './layout';
 import { mountAudiencePages } from './pages/audience';
 import { mountAutomationPages } from './pages/automations';
 import { mountDesignPages } from './pages/designs';
+import { mountFormPages } from './pages/forms';
 import { mountSenderPages } from './pages/senders';
 import { mountSendPages } from './pages/sends';
 import { checkSenderAction, deliverabilityPage, liftSuppressionAction } from './pages/deliverability';
@@ -136,6 +137,7 @@ export function mountDashboard(app: Express, deps: Deps): void {
   mountSendPages(kit);
   mountDesignPages(kit);
   mountAudiencePages(kit);
+  mountFormPages(kit);
   mountAutomationPages(kit);
   mountSenderPages(kit);
   r.get('/deliverability', signedIn, page(deliverabilityPage, 'deliverability'));

@@ -11,6 +11,7 @@ export const NAV = [
   { key: 'sends', href: '/app/sends', label: 'Sends' },
   { key: 'designs', href: '/app/designs', label: 'Designs' },
   { key: 'contacts', href: '/app/contacts', label: 'Contacts' },
+  { key: 'forms', href: '/app/forms', label: 'Forms' },
   { key: 'automations', href: '/app/automations', label: 'Automations' },
   { key: 'senders', href: '/app/senders', label: 'Senders' },
   { key: 'deliverability', href: '/app/deliverability', label: 'Deliverability' },

@@ -26,6 +26,7 @@ export const apiRoutes: RouteDef[] = [
   ...contactTypeRoutes,
   ...contactRoutes,
   ...fieldRoutes,
+  ...formRoutes,
   ...templateRoutes,
   ...designRoutes,
   ...singleSendRoutes,
@@ -37,5 +38,4 @@ export const apiRoutes: RouteDef[] = [
   ...reportRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
-  ...formRoutes,
 ];

@@ -35,6 +35,8 @@ const RUNS: Record<string, number> = {
   'POST /single/send/update': 200,
   'POST /segment/update': 100,
   'POST /automations/schedule/create': 100,
+  'POST /forms/save': 100,
+  'POST /forms/update': 100,
 };
 
 /** The sample CSV download answers CSV (or the spec's `{}` to Accept: application/json) on success. */
@@ -103,6 +105,7 @@ function idsFor(op: Operation, name: string, w: World): Array<string | number> {
     case 'contact_id':
       return w.contactIds;
     case 'sender_id':
+    case 'confirmation_sender_id':
       return [w.senderId];
     case 'id':
       if (p.startsWith('/global-unsubscribes')) return w.globalUnsubscriberIds;
@@ -112,6 +115,7 @@ function idsFor(op: Operation, name: string, w: World): Array<string | number> {
       if (p.startsWith('/custom-fields')) return [w.customFieldId];
       if (p.startsWith('/notification-recipient')) return w.notificationIds;
       if (p.startsWith('/designs')) return [w.designId];
+      if (p.startsWith('/forms')) return [w.formId];
       return [1];
     default:
       return [1];
@@ -193,6 +197,16 @@ function validFor(op: Operation, f: FieldInfo, w: World, strict: boolean): fc.Ar
       return fc.constant(undefined);
     // An A/B test when well-formed: always of the subject, so a type and variations that both
     // came make a valid test (one without the other is refused, as it should be).
+    // A signup form's lists, fields and redirects (POST /forms/save, /forms/update).
+    case 'contact_type_ids':
+      return fc.subarray([w.contactTypeId, w.otherContactTypeId], { minLength: 1 });
+    case 'fields':
+      return strict
+        ? fc.constantFrom([{ field_name: 'email' }], [{ field_name: 'first_name', required: 1 }, { field_name: w.customFieldName, label: 'Notes' }])
+        : fc.oneof(fc.array(fc.record({ field_name: fc.oneof(fc.constantFrom('email', 'alt_email', w.customFieldName), hostileValue), required: hostileValue })), hostileValue);
+    case 'success_url':
+    case 'confirm_url':
+      return strict ? fc.constantFrom('https://example.com/thanks', 'http://example.org/a?b=1') : fc.oneof(fc.constantFrom('javascript:alert(1)', 'ftp://x.test/'), hostileValue);
     case 'ab_test_type':
       return strict ? fc.constant('subject') : byKind(f.kind, strict);
     case 'ab_variations':
@@ -366,6 +380,14 @@ const READBACK: Record<string, Readback> = {
   'POST /designs/save': {
     fields: ['template_name'],
     find: async (h, _s, res) => (await getJson(h, `/designs/details?id=${res.body.message.id}`)).message.design as Rec,
+  },
+  'POST /forms/save': {
+    fields: ['name', 'consent_text', 'confirmation_subject', 'success_url', 'confirm_url'],
+    find: async (h, _s, res) => (await getJson(h, `/forms/details?id=${res.body.message.id}`)).message.form as Rec,
+  },
+  'POST /forms/update': {
+    fields: ['name', 'consent_text', 'confirmation_subject', 'success_url', 'confirm_url'],
+    find: async (h, s) => (await getJson(h, `/forms/details?id=${idOf(s, 'id')}`)).message.form as Rec,
   },
   'POST /global-unsubscribes/save': {
     fields: ['email_address'],

@@ -84,6 +84,36 @@ const scheduleBody = (me: World, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 const idCase = (name: string, send: Send): Case => ({ name, refs: [name], send, expect: 'NF' });
+/** A signup form of `me` (JSON: its fields are objects), with these fields changed. */
+const formBody = (me: World, over: Record<string, unknown> = {}) => ({
+  name: `${me.marker} form`,
+  contact_type_ids: [me.contactTypeId],
+  fields: [{ field_name: 'email' }, { field_name: me.customFieldName }],
+  consent_text: `${me.marker} consent`,
+  confirmation_sender_id: me.senderId,
+  ...over,
+});
+/** A form naming `t`'s sender, lists or custom field (VAL on that field). */
+const formCases = (send: (h: Http, body: Record<string, unknown>, me: World) => request.Test): Case[] => [
+  {
+    name: 'confirmation_sender_id',
+    refs: ['confirmation_sender_id'],
+    expect: 'VAL',
+    send: (h, t, me) => send(h, formBody(me, { confirmation_sender_id: t.senderId }), me),
+  },
+  {
+    name: 'contact_type_ids',
+    refs: ['contact_type_ids'],
+    expect: 'VAL',
+    send: (h, t, me) => send(h, formBody(me, { contact_type_ids: [me.contactTypeId, t.contactTypeId] }), me),
+  },
+  {
+    name: 'fields (custom field by name)',
+    refs: ['fields'],
+    expect: 'VAL',
+    send: (h, t, me) => send(h, formBody(me, { fields: [{ field_name: t.customFieldName }] }), me),
+  },
+];
 /** A bulk delete: `t`'s ids alone, and mixed with the caller's own (all or nothing: the caller's stay too). */
 const bulkCases = (path: string, ids: (w: World) => Array<string | number>): Case[] => [
   { name: 'strIds', refs: ['strIds'], expect: 'NF', send: (h, t) => bulk(h, path, ids(t)) },
@@ -239,6 +269,14 @@ const MATRIX: Record<string, Case[]> = {
   'GET /designs/details': [idCase('id', (h, t) => h.get(q('/designs/details', { id: t.designId })))],
   'POST /designs/update': [idCase('id', (h, t) => h.form('/designs/update', { id: t.designId, template_name: 'Changed design' }))],
   'DELETE /designs/delete': [idCase('id', (h, t) => h.delete(q('/designs/delete', { id: t.designId })))],
+  'POST /forms/save': formCases((h, body) => h.json('/forms/save', body)),
+  'POST /forms/update': [
+    idCase('id', (h, t, me) => h.json(q('/forms/update', { id: t.formId }), formBody(me))),
+    ...formCases((h, body, me) => h.json(q('/forms/update', { id: me.formId }), body)),
+  ],
+  'GET /forms/details': [idCase('id', (h, t) => h.get(q('/forms/details', { id: t.formId })))],
+  'GET /forms/stats': [idCase('id', (h, t) => h.get(q('/forms/stats', { id: t.formId })))],
+  'DELETE /forms/delete': [idCase('id', (h, t) => h.delete(q('/forms/delete', { id: t.formId })))],
   'GET /contacts/search': [idCase('contact_type_id', (h, t, me) => h.get(q('/contacts/search', { q: me.marker, contact_type_id: t.contactTypeId })))],
   'GET /contacts/export': [
     idCase('contact_type_id', (h, t) => h.get(q('/contacts/export', { contact_type_id: t.contactTypeId }))),
@@ -494,4 +532,5 @@ const OWN_DATA_VISIBLE = new Set([
   'GET /suppressions/list',
   'GET /get-design/template',
   'GET /designs/list',
+  'GET /forms/list',
 ]);

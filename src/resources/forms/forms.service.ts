@@ -8,6 +8,7 @@ import { formPublicId } from '../../forms/public-id';
 import { formUsage } from '../../forms/snippet';
 import { invalid, notFound1, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
+import { SenderVerification } from '../../states';
 import { findVerifiedSender } from '../senders/senders.service';
 import { findOrFail, liveRows } from '../shared/crud';
 import type { FormRecord, FormStats, SaveFormInput } from './forms.schemas';
@@ -240,4 +241,28 @@ export async function formStats(ctx: Ctx, id: number, days = 30): Promise<FormSt
     out.push({ day, submissions, confirmations, confirmation_rate: rate(confirmations, submissions), pending: waiting });
   }
   return { form_id: id, days: out, totals: { ...totals, confirmation_rate: rate(totals.confirmations, totals.submissions) } };
+}
+
+export interface FormChoices {
+  lists: Array<{ id: number; name: string }>;
+  senders: Array<{ id: number; label: string }>;
+  /** The fields a form may show: the reserved ones forms offer, then the account's custom fields. */
+  fields: Array<{ name: string; is_reserved: boolean }>;
+}
+
+/** What the dashboard's form offers: the account's live lists, verified senders and fields. */
+export async function formChoices(ctx: Ctx): Promise<FormChoices> {
+  const [lists, senders, custom] = await Promise.all([
+    liveRows(ctx, 'contact_types').orderBy('contact_types.name').select('contact_types.id', 'contact_types.name') as Promise<FormChoices['lists']>,
+    liveRows(ctx, 'senders')
+      .where('senders.is_verified', SenderVerification.Verified)
+      .orderBy('senders.id', 'desc')
+      .select('senders.id', 'senders.nickname', 'senders.from_email') as Promise<Array<{ id: number; nickname: string; from_email: string }>>,
+    ctx.db('custom_fields').where('user_id', ctx.userId).orderBy('field_name').pluck('field_name') as Promise<string[]>,
+  ]);
+  return {
+    lists,
+    senders: senders.map((s) => ({ id: s.id, label: `${s.nickname} <${s.from_email}>` })),
+    fields: [...FORM_RESERVED_FIELDS.map((name) => ({ name, is_reserved: true })), ...custom.map((name) => ({ name, is_reserved: false }))],
+  };
 }

@@ -40,6 +40,8 @@ export interface World {
   suppressionId: number;
   /** A saved design (POST /designs/save), named with the marker. */
   designId: number;
+  /** A signup form (POST /forms/save), named with the marker. */
+  formId: number;
 }
 
 function ok(res: { status: number; body: unknown; text?: string }, what: string): void {
@@ -215,8 +217,17 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
 
   const design = await http.form('/designs/save', { template_name: `${marker} design`, format: 'markdown', source: `# ${marker} heading` });
   ok(design, 'design');
+  const form = await http.json('/forms/save', {
+    name: `${marker} form`,
+    contact_type_ids: [contactTypeId],
+    fields: [{ field_name: 'email' }, { field_name: customFieldName }],
+    consent_text: `${marker} consent`,
+    confirmation_sender_id: senderId,
+  });
+  ok(form, 'form');
 
   return {
+    formId: Number((form.body as { message: { id: number } }).message.id),
     designId: Number((design.body as { message: { id: number } }).message.id),
     suppressionId: Number(suppression.id),
     bounceEventId: Number(bounceEvent.id),
