@@ -1,0 +1,210 @@
+import type { Knex } from 'knex';
+import { recordConsent } from '../consent/record';
+import { recordAccountEvent } from '../events/account-events';
+import { FORM_RESERVED_FIELDS, type PublicForm } from '../forms/forms';
+import { queueConfirmationMail } from '../forms/optin-mail';
+import { confirmPending, recordPending, type PendingFields, type PendingRow } from '../forms/pending';
+import { countFormConfirmation, countFormSubmission } from '../forms/stats';
+import { EMAIL_PATTERN } from '../http/fields';
+import type { FieldErrors } from '../http/errors';
+import { bumpContactsVersion } from '../resources/contacts/contacts-version';
+import { checkCustomValue } from '../resources/contacts/custom-values';
+import { suppressedAmong } from '../suppression';
+
+/**
+ * What a submission to a public form does (issue 35), apart from HTTP: its checks, and the
+ * writes of a submission and of a confirmation. Here, above resources (eslint LAYERS), because
+ * a subscription is written like a contact the API adds: the contact type's contacts_version
+ * is bumped in the same transaction, so segments and automations (welcome) see the new member.
+ */
+export interface Submission {
+  email: string;
+  fields: PendingFields;
+  contactTypeIds: number[];
+}
+
+export interface Client {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+const flat = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
+const human = (name: string) => name.replace(/_/g, ' ');
+const ACCEPTED = new Set(['1', 'on', 'yes', 'true']);
+
+/** Reads and checks a submitted body against the form: the submission, or the errors by input name (VAL wording). */
+export function readSubmission(form: PublicForm, body: Record<string, unknown>): { ok: true; submission: Submission } | { ok: false; errors: FieldErrors } {
+  const errors: FieldErrors = {};
+  const custom = (body.custom_field && typeof body.custom_field === 'object' ? body.custom_field : {}) as Record<string, unknown>;
+  const reserved: Record<string, string> = {};
+  const customValues: Record<string, string> = {};
+  let email = '';
+  for (const f of form.fields) {
+    const raw = flat(f.kind === 'reserved' ? body[f.name] : (custom[f.name] ?? body[f.name]));
+    const key = f.inputName;
+    if (raw !== undefined && raw !== null && typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
+      errors[key] = [`The ${human(f.name)} must be a string.`];
+      continue;
+    }
+    const text = raw === undefined || raw === null ? '' : String(raw).trim();
+    if (text === '') {
+      if (f.required) errors[key] = [`The ${human(f.name)} field is required.`];
+      continue;
+    }
+    if (f.kind === 'reserved') {
+      if (f.name === 'email') {
+        if (text.length > 254 || !EMAIL_PATTERN.test(text)) errors[key] = ['The email must be a valid email address.'];
+        else email = text;
+      } else if (text.length > 255) errors[key] = [`The ${human(f.name)} must not be greater than 255 characters.`];
+      else reserved[f.name] = text;
+    } else {
+      const checked = checkCustomValue({ id: f.fieldId, field_name: f.name, field_type: f.type }, text);
+      if ('error' in checked) errors[key] = [checked.error];
+      else customValues[String(f.fieldId)] = checked.value;
+    }
+  }
+  let contactTypeIds = form.lists.map((l) => l.id);
+  if (form.lists.length > 1) {
+    const raw = body.contact_type_ids;
+    const chosen = (Array.isArray(raw) ? raw : raw === undefined || raw === '' ? [] : [raw]).map((v) => Number(v));
+    if (chosen.length === 0) errors.contact_type_ids = ['The contact type ids field is required.'];
+    else if (chosen.some((id) => !contactTypeIds.includes(id))) errors.contact_type_ids = ['The selected contact type ids is invalid.'];
+    else contactTypeIds = contactTypeIds.filter((id) => chosen.includes(id));
+  }
+  if (!ACCEPTED.has(String(flat(body.consent) ?? '').toLowerCase())) errors.consent = ['The consent must be accepted.'];
+  if (Object.keys(errors).length) return { ok: false, errors };
+  return { ok: true, submission: { email, fields: { reserved, custom: customValues }, contactTypeIds } };
+}
+
+/** The lists among `typeIds` where the address is a live contact already. */
+async function listsWithContact(db: Knex, userId: number, email: string, typeIds: number[]): Promise<Set<number>> {
+  const rows = (await db('contacts')
+    .where('user_id', userId)
+    .whereIn('contact_type_id', typeIds)
+    .whereRaw('lower(email) = lower(?)', [email])
+    .whereNull('deleted_at')
+    .select('contact_type_id')) as Array<{ contact_type_id: number }>;
+  return new Set(rows.map((r) => r.contact_type_id));
+}
+
+/**
+ * Adds the address to the lists (those still live), or — `update` — also writes what was
+ * submitted onto the contacts it already is (a confirmation by the address's owner). Fields not
+ * submitted are left as they are. Bumps the lists' contacts_version. Returns the lists written.
+ */
+export async function writeContacts(trx: Knex, userId: number, email: string, fields: PendingFields, typeIds: number[], update: boolean): Promise<number[]> {
+  const live = (await trx('contact_types').where('user_id', userId).whereIn('id', typeIds).whereNull('deleted_at').pluck('id')) as number[];
+  if (live.length === 0) return [];
+  const columnNames: readonly string[] = FORM_RESERVED_FIELDS;
+  const reserved = Object.fromEntries(Object.entries(fields.reserved).filter(([k]) => k !== 'email' && columnNames.includes(k)));
+  const onConflict = update
+    ? `DO UPDATE SET ${[...Object.keys(reserved).map((c) => `"${c}" = excluded."${c}"`), `custom_fields = contacts.custom_fields || excluded.custom_fields`, 'updated_at = now()'].join(', ')}`
+    : 'DO NOTHING';
+  const columns = ['user_id', 'contact_type_id', 'email', ...Object.keys(reserved), 'custom_fields'];
+  for (const typeId of live) {
+    const values = [userId, typeId, email, ...Object.values(reserved), JSON.stringify(fields.custom)];
+    await trx.raw(
+      `INSERT INTO contacts (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+       ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL ${onConflict}`,
+      values,
+    );
+  }
+  await bumpContactsVersion(trx, userId, live);
+  return live;
+}
+
+export type SubmitOutcome = 'pending' | 'unchanged' | 'added';
+
+/**
+ * A checked submission to a form. Double opt-in: unless the address is suppressed (never mailed)
+ * or already a contact of every chosen list (nothing to change), it becomes a pending
+ * subscription and — at most once per RESEND_MINUTES — one confirmation mail is queued. The
+ * answer the person sees is the same in every case (the caller's). Single opt-in: the contacts
+ * are made at once, with their consent records (no confirmation). Counted as a submission.
+ */
+export async function submit(db: Knex, form: PublicForm, s: Submission, client: Client): Promise<SubmitOutcome> {
+  return db.transaction(async (trx) => {
+    const [suppressed, present] = await Promise.all([
+      suppressedAmong(trx, [{ userId: form.userId, email: s.email, groupId: null }]),
+      listsWithContact(trx, form.userId, s.email, s.contactTypeIds),
+    ]);
+    let outcome: SubmitOutcome = 'unchanged';
+    if (!form.doubleOptIn) {
+      const added = await writeContacts(trx, form.userId, s.email, s.fields, s.contactTypeIds.filter((id) => !present.has(id)), false);
+      if (added.length) {
+        await recordConsent(trx, added.map((contactTypeId) => consentRecord(form, s.email, contactTypeId, client, new Date(), null)));
+        outcome = 'added';
+      }
+    } else if (suppressed.size === 0 && s.contactTypeIds.some((id) => !present.has(id))) {
+      const pending = await recordPending(trx, {
+        userId: form.userId,
+        formId: form.formId,
+        email: s.email,
+        fields: s.fields,
+        contactTypeIds: s.contactTypeIds,
+        consentText: form.consentText,
+        ip: client.ip,
+        userAgent: client.userAgent,
+      });
+      if (pending.mail && form.sender) await queueConfirmationMail(trx, form.userId, pending.id);
+      outcome = 'pending';
+    }
+    await countFormSubmission(trx, form.userId, form.formId);
+    return outcome;
+  });
+}
+
+function consentRecord(form: PublicForm, email: string, contactTypeId: number, client: Client, consentedAt: Date | string, confirm: (Client & { at: Date }) | null) {
+  return {
+    userId: form.userId,
+    email,
+    contactTypeId,
+    source: 'form' as const,
+    formId: form.formId,
+    clientIp: client.ip,
+    userAgent: client.userAgent,
+    consentText: form.consentText,
+    consentedAt,
+    confirmedAt: confirm?.at ?? null,
+    confirmIp: confirm?.ip ?? null,
+    confirmUserAgent: confirm?.userAgent ?? null,
+  };
+}
+
+/**
+ * Confirms a pending subscription (the POST of the confirmation page): stamps it, adds or
+ * updates the contacts on its lists (welcome automations take them in from here, never from the
+ * pending row), writes the consent records with both the submission and the confirmation, records
+ * the account event `contact.confirmed` (to webhooks; no notification mail per confirmation) and
+ * counts the confirmation — all in one transaction. Undefined when the link was used already.
+ */
+export async function confirm(
+  db: Knex,
+  form: PublicForm,
+  ref: { userId: number; pendingId: number; generation: number },
+  client: Client,
+): Promise<PendingRow | undefined> {
+  return db.transaction(async (trx) => {
+    const row = await confirmPending(trx, ref, client);
+    if (!row) return undefined;
+    const at = new Date(row.confirmed_at ?? Date.now());
+    const lists = await writeContacts(trx, ref.userId, row.email, row.fields, row.contact_type_ids, true);
+    if (lists.length) {
+      await recordConsent(
+        trx,
+        lists.map((id) => consentRecord({ ...form, consentText: row.consent_text }, row.email, id, { ip: row.ip, userAgent: row.user_agent }, row.created_at, { ...client, at })),
+      );
+    }
+    await recordAccountEvent(
+      { db: trx },
+      ref.userId,
+      'contact.confirmed',
+      `Subscription confirmed: ${row.email}`,
+      { email: row.email, form: form.name, form_id: form.formId, contact_type_ids: lists.join(',') },
+      {},
+      { email: row.email, notify: false },
+    );
+    await countFormConfirmation(trx, ref.userId, form.formId);
+    return row;
+  });
+}
