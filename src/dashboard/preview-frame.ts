@@ -14,15 +14,7 @@ import { pageHeaders } from '../http/page-headers';
  * distinct `style` attribute value (`'unsafe-hashes'` lets a hash match an attribute), read with
  * htmlparser2 (the parser html-to-text uses) — never `'unsafe-inline'`.
  */
-const EMAIL_PREVIEW_CSP = [
-  'sandbox',
-  "default-src 'none'",
-  'img-src http: https: data:',
-  'font-src http: https: data:',
-  "form-action 'none'",
-  "base-uri 'none'",
-  "frame-ancestors 'self'",
-];
+const EMAIL_CSP = ['sandbox', "default-src 'none'", 'img-src http: https: data:', 'font-src http: https: data:', "form-action 'none'", "base-uri 'none'"];
 
 const hash = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
@@ -57,19 +49,28 @@ export function inlineStyleSources(html: string): string[] {
   return [...sources].sort();
 }
 
-/** The preview's policy: its styles by hash (`'none'` when it has none). */
-export function emailPreviewCsp(html: string): string {
+/**
+ * An email document's policy: its styles by hash (`'none'` when it has none). `framedBy`: the
+ * `frame-ancestors` sources (a dashboard preview: `'self'`); without it, any page may frame it.
+ */
+export function emailCsp(html: string, framedBy?: string): string {
   const styles = inlineStyleSources(html);
   const styleSrc = styles.length ? `style-src 'unsafe-hashes' ${styles.join(' ')}` : "style-src 'none'";
-  return [...EMAIL_PREVIEW_CSP.slice(0, 2), styleSrc, ...EMAIL_PREVIEW_CSP.slice(2)].join('; ');
+  return [...EMAIL_CSP.slice(0, 2), styleSrc, ...EMAIL_CSP.slice(2), ...(framedBy ? [`frame-ancestors ${framedBy}`] : [])].join('; ');
 }
 
-export function sendEmailPreview(res: Response, html: string): void {
+/** The preview's policy: the email's, framed by the dashboard's pages only. */
+export const emailPreviewCsp = (html: string): string => emailCsp(html, "'self'");
+
+/** Sends an email's HTML as a document of its own, sandboxed (`framedBy`: see emailCsp). */
+export function sendEmailDocument(res: Response, html: string, framedBy?: string): void {
   res
     .status(200)
-    .set({ 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': emailPreviewCsp(html), 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' })
+    .set({ 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': emailCsp(html, framedBy), 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' })
     .send(html);
 }
+
+export const sendEmailPreview = (res: Response, html: string): void => sendEmailDocument(res, html, "'self'");
 
 /** The headers of a page that frames previews (its own origin's only). */
 export const FRAMING_PAGE_HEADERS = pageHeaders({ 'frame-src': "'self'" });

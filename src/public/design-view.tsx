@@ -1,12 +1,14 @@
 import type { Express } from 'express';
 import { isUtr } from '../http/fields';
 import type { Deps } from '../context';
+import { sendEmailDocument } from '../dashboard/preview-frame';
 import { pageErrors, sendRecipientMessage } from '../dashboard/recipient';
 import { joinTemplate, TEMPLATE_HTML } from '../sources/template-html';
 
 /**
  * GET /design/<automation email utr> (`design_url`): the email's HTML as designed, served
- * with `Content-Security-Policy: sandbox` so its markup can never run script on our origin.
+ * under the email previews' policy (src/dashboard/preview-frame.ts: sandboxed, so its markup
+ * can never run script on our origin; its own inline styles allowed by hash, nothing else).
  */
 export function mountDesignView(app: Express, deps: Deps): void {
   app.get(
@@ -25,15 +27,7 @@ export function mountDesignView(app: Express, deps: Deps): void {
         sendRecipientMessage(res, 404, 'Design not found', 'This design does not exist or was removed.');
         return;
       }
-      res
-        .status(200)
-        .set({
-          'Content-Type': 'text/html; charset=utf-8',
-          'Content-Security-Policy': 'sandbox',
-          'X-Content-Type-Options': 'nosniff',
-          'Cache-Control': 'no-store',
-        })
-        .send(row.template_html ?? row.html_code);
+      sendEmailDocument(res, row.template_html ?? row.html_code);
     }),
   );
 }
