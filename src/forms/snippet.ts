@@ -78,10 +78,14 @@ export function formUsage(form: PublicForm, publicUrl: string): FormUsage {
   return { hostedUrl, jsonUrl: hostedUrl, snippet: lines.join('\n') + '\n' };
 }
 
-/** The proof-of-work widget (ALTCHA, served by Herald itself): it solves the challenge and fills `altcha`. */
+/**
+ * The proof-of-work widget (ALTCHA, served by Herald itself, src/public/subscribe.tsx): it fetches a
+ * challenge from `<hosted URL>/challenge`, solves it and fills the `altcha` field.
+ */
 function powLines(publicUrl: string, hostedUrl: string): string[] {
   return [
+    `  <link rel="stylesheet" href="${escapeHtml(`${publicUrl}/app/assets/altcha.css`)}">`,
     `  <script type="module" src="${escapeHtml(`${publicUrl}/app/assets/altcha.js`)}"></script>`,
-    `  <altcha-widget challengeurl="${escapeHtml(`${hostedUrl}/challenge`)}"></altcha-widget>`,
+    `  <altcha-widget challengeurl="${escapeHtml(`${hostedUrl}/challenge`)}" name="altcha"></altcha-widget>`,
   ];
 }
