@@ -4,7 +4,8 @@
  * loopback port, and headless Chromium (Debian's `chromium`, as the browser tests use) signs in
  * with the account's keys and photographs the overview and a send's report, then the workspace:
  * the design editor (a block design beside its preview), the send editor with a filled draft and
- * that draft previewed as one of its readers (made through the API over loopback, as a script would).
+ * that draft previewed as one of its readers (made through the API over loopback, as a script would),
+ * and the hosted signup form of a double opt-in form (signup-form.png).
  *
  *   DATABASE_URL=postgres://… npx tsx scripts/screenshots.ts [--out docs/images]
  *
@@ -211,6 +212,37 @@ async function workspace(page: Page, base: string, keys: Record<string, string>,
   await page.screenshot({ path: path.join(OUT, 'workspace-preview.png') });
 }
 
+/**
+ * The hosted signup form of issue 35 (`/subscribe/<public id>`), as a visitor sees it: a double
+ * opt-in form of the demo's list with two fields and a consent text, made through the API.
+ */
+async function signupForm(page: Page, base: string, keys: Record<string, string>, made: Demo): Promise<void> {
+  const form = await callApi(base, keys, '/forms/save', {
+    name: 'The Acme newsletter',
+    contact_type_ids: [made.list],
+    fields: [
+      { field_name: 'email', label: 'Email address' },
+      { field_name: 'first_name', label: 'First name' },
+    ],
+    double_opt_in: 1,
+    consent_text: 'Yes, send me the Acme newsletter about once a month. I can unsubscribe at any time.',
+    confirmation_sender_id: made.sender,
+  });
+  await page.setViewportSize({ width: 760, height: 470 });
+  await page.goto(`${base}/subscribe/${String(form.public_id)}`);
+  await page.getByRole('heading', { name: 'The Acme newsletter' }).waitFor();
+  // Filled in as a visitor does it, before pressing Subscribe.
+  await page.getByRole('textbox', { name: 'Email address' }).fill('maya.okafor@example.com');
+  await page.getByRole('textbox', { name: 'First name' }).fill('Maya');
+  await page.getByRole('checkbox').check();
+  await page.getByRole('checkbox').blur();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(OUT, SIGNUP_SHOT) });
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+const SIGNUP_SHOT = 'signup-form.png';
+
 /** Why the script cannot run here (no browser, no database), or null. */
 function missing(): string | null {
   if (!CHROMIUM) return 'no Chromium found: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH to a Chromium or Chrome executable';
@@ -260,8 +292,9 @@ async function main(): Promise<void> {
       await page.waitForTimeout(300);
       await page.screenshot({ path: path.join(OUT, 'dashboard-send-report.png'), fullPage: true });
       await workspace(page, base, { PublicKey: account.public_key, SecretKey: account.secret_key }, made);
+      await signupForm(page, base, { PublicKey: account.public_key, SecretKey: account.secret_key }, made);
       if (stopped.length) throw new Error(`requests off loopback were stopped: ${stopped.join(', ')}`);
-      process.stdout.write(`wrote ${path.relative(ROOT, OUT)}/: dashboard-overview.png, dashboard-send-report.png, ${WORKSPACE_SHOTS.join(', ')} (account ${account.id})\n`);
+      process.stdout.write(`wrote ${path.relative(ROOT, OUT)}/: dashboard-overview.png, dashboard-send-report.png, ${WORKSPACE_SHOTS.join(', ')}, ${SIGNUP_SHOT} (account ${account.id})\n`);
     } finally {
       await browser.close();
     }
