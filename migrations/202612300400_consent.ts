@@ -16,7 +16,8 @@ import { owner } from '../src/db/schema-helpers';
  * many rows each table lost. Never the address.
  *
  * `suppressions` takes type `erased` (the address is then only a keyed hash, `erased:<hex>`) and
- * source `recipient` (the recipient's own "forget me").
+ * source `recipient` (the recipient's own "forget me"), and a partial index of the erased
+ * entries per account (the send path asks whether an account has any).
  */
 const SUPPRESSION_TYPES = ['bounce', 'complaint', 'manual'];
 const SUPPRESSION_SOURCES = ['smtp', 'dsn', 'arf', 'imap', 'sendgrid', 'mailgun', 'postmark', 'ses', 'api'];
@@ -65,10 +66,13 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE suppressions ADD CONSTRAINT suppressions_type_check CHECK (type IN (${list([...SUPPRESSION_TYPES, 'erased'])}))`);
   await knex.raw('ALTER TABLE suppressions DROP CONSTRAINT suppressions_source_check');
   await knex.raw(`ALTER TABLE suppressions ADD CONSTRAINT suppressions_source_check CHECK (source IN (${list([...SUPPRESSION_SOURCES, 'recipient'])}))`);
+  // The send path's one-time check "has this account erased anyone?" (src/suppression/index.ts).
+  await knex.raw(`CREATE INDEX suppressions_erased_index ON suppressions (user_id) WHERE type = 'erased'`);
 }
 
 /** Lifts the erased entries (their addresses are gone; nothing else could stand for them). */
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP INDEX suppressions_erased_index');
   await knex('suppressions').where('type', 'erased').orWhere('source', 'recipient').delete();
   await knex.raw('ALTER TABLE suppressions DROP CONSTRAINT suppressions_type_check');
   await knex.raw(`ALTER TABLE suppressions ADD CONSTRAINT suppressions_type_check CHECK (type IN (${list(SUPPRESSION_TYPES)}))`);

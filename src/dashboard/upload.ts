@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import multer from 'multer';
 import { z } from 'zod';
+import { requestActor } from '../consent/actor';
 import type { Deps } from '../context';
 import { AppError } from '../http/errors';
 import { id, uploadedFile } from '../http/fields';
@@ -50,6 +51,7 @@ export function importUpload(deps: Deps, csrf: RequestHandler): RequestHandler[]
         filePath: body.file.path,
         fileName: body.file.originalname,
         timeoutMs: deps.config.importTimeoutMs,
+        actor: requestActor(req).actor,
       });
       if (wantsJson) res.json({ status: 'success', message: { id: outcome.id, inserted: outcome.inserted, updated: outcome.updated, unchanged: outcome.unchanged, skipped: outcome.skipped, result: importResult(outcome) } });
       else res.redirect(303, '/app/contacts#imports');

@@ -3,6 +3,7 @@ import { automationRoutes } from './automations/automations.router';
 import { eventRoutes } from './events/events.router';
 import { contactTypeRoutes } from './contact-types/contact-types.router';
 import { contactRoutes } from './contacts/contacts.router';
+import { personRoutes } from './contacts/person.router';
 import { designRoutes } from './designs/designs.router';
 import { fieldRoutes } from './fields/fields.router';
 import { formRoutes } from './forms/forms.router';
@@ -25,6 +26,7 @@ export const apiRoutes: RouteDef[] = [
   ...unsubscribeGroupRoutes,
   ...contactTypeRoutes,
   ...contactRoutes,
+  ...personRoutes,
   ...fieldRoutes,
   ...formRoutes,
   ...templateRoutes,

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 import { softBouncesByEmail } from '../events/reads';
 import type { DropReason } from '../events/types';
+import { erasedHashBindings, erasedHashSql, erasureKey, type ErasureKey } from './erased';
+
+export { ERASED_PREFIX, erasedHashBindings, erasedHashSql, erasureKey, suppressErased, type ErasureKey } from './erased';
 
 /**
  * The one answer to "may this address of this account get this message?" and the one place
@@ -13,13 +16,14 @@ import type { DropReason } from '../events/types';
  */
 export type SuppressionReason = Extract<DropReason, 'unsubscribed' | 'group_unsubscribed' | 'bounced' | 'complained' | 'suppressed'>;
 
-export type SuppressionType = 'bounce' | 'complaint' | 'manual';
-/** Which channel reported a bounce or complaint (src/bounces/apply.ts), or `api` for a manual entry. */
-export type SuppressionSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api';
+export type SuppressionType = 'bounce' | 'complaint' | 'manual' | 'erased';
+/** Which channel reported a bounce or complaint (src/bounces/apply.ts), `api` for a manual entry or an erasure, `recipient` for a recipient's own erasure. */
+export type SuppressionSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api' | 'recipient';
 
 /** The reason over the joins of joinsSql (see suppressionJoins). */
 const REASON_SQL = `CASE
     WHEN sup_s.user_id IS NOT NULL THEN CASE sup_s.type WHEN 'bounce' THEN 'bounced' WHEN 'complaint' THEN 'complained' ELSE 'suppressed' END
+    WHEN sup_e.hit THEN 'suppressed'
     WHEN sup_g.user_id IS NOT NULL THEN 'unsubscribed'
     WHEN sup_ug.user_id IS NOT NULL THEN 'group_unsubscribed'
   END`;
@@ -33,14 +37,17 @@ const REASON_SQL = `CASE
  * `${reason}`. The planner may hash the account's lists once per statement instead of probing
  * their indexes three times per row (audience fan-out, bench/README.md "Fan-out").
  */
-export function suppressionJoins(db: Knex, userId: number, groupId: number | null, emailSql: string): { joins: Knex.Raw; reason: string } {
-  return { joins: db.raw(joinsSql('?', '?', emailSql), [userId, userId, groupId ?? 0, userId]), reason: REASON_SQL };
+export function suppressionJoins(db: Knex, userId: number, groupId: number | null, emailSql: string, key: ErasureKey): { joins: Knex.Raw; reason: string } {
+  return { joins: db.raw(joinsSql('?', '?', emailSql), [userId, userId, groupId ?? 0, userId, userId, userId, ...erasedHashBindings(key)]), reason: REASON_SQL };
 }
 
 /**
  * The rule, once: the suppressions first (a complaint is also a global unsubscribe, and the
  * dropped event should say it was a complaint), then the global list (it covers every group),
- * then the message's group. Addresses compare case-insensitively. Each join finds at most one
+ * then the message's group. An erased address (erased.ts) is suppressed too: its entry holds
+ * the keyed hash of the address, which `sup_e` computes per row only for an account that has
+ * erased entries (the EXISTS names no column of the row: PostgreSQL evaluates it once, as a
+ * one-time filter, from the partial index suppressions_erased_index). Addresses compare case-insensitively. Each join finds at most one
  * row — each list is unique on (account, lower(address)) (the group's on (group, lower(address),
  * account)) — so the caller's rows are neither multiplied nor lost.
  */
@@ -48,7 +55,13 @@ function joinsSql(userSql: string, groupSql: string, emailSql: string): string {
   return `LEFT JOIN suppressions sup_s ON sup_s.user_id = ${userSql} AND lower(sup_s.email) = lower(${emailSql})
     LEFT JOIN global_unsubscribers sup_g ON sup_g.user_id = ${userSql} AND lower(sup_g.email_address) = lower(${emailSql})
     LEFT JOIN unsubscribe_group_recipients sup_ug
-      ON sup_ug.unsubscribe_groups_id = ${groupSql} AND sup_ug.user_id = ${userSql} AND lower(sup_ug.email_address) = lower(${emailSql})`;
+      ON sup_ug.unsubscribe_groups_id = ${groupSql} AND sup_ug.user_id = ${userSql} AND lower(sup_ug.email_address) = lower(${emailSql})
+    LEFT JOIN LATERAL (
+      SELECT true AS hit FROM suppressions e
+      WHERE EXISTS (SELECT 1 FROM suppressions x WHERE x.user_id = ${userSql} AND x.type = 'erased')
+        AND e.user_id = ${userSql} AND lower(e.email) = ${erasedHashSql(emailSql)}
+      LIMIT 1
+    ) sup_e ON true`;
 }
 
 export interface Candidate {
@@ -65,7 +78,7 @@ export async function suppressedAmong(db: Knex, candidates: Candidate[]): Promis
     `SELECT v.n, ${REASON_SQL} AS reason
      FROM json_to_recordset(?::json) AS v(n integer, user_id integer, email text, group_id integer)
      ${joinsSql('v.user_id', 'v.group_id', 'v.email')}`,
-    [JSON.stringify(candidates.map((c, n) => ({ n, user_id: c.userId, email: c.email, group_id: c.groupId ?? 0 })))],
+    [JSON.stringify(candidates.map((c, n) => ({ n, user_id: c.userId, email: c.email, group_id: c.groupId ?? 0 }))), ...erasedHashBindings(await erasureKey(db))],
   );
   for (const r of rows as Array<{ n: number; reason: SuppressionReason | null }>) if (r.reason) refused.set(r.n, r.reason);
   return refused;
@@ -173,10 +186,18 @@ export async function suppress(db: Knex, rows: Suppression[]): Promise<number> {
   return r.rowCount ?? 0;
 }
 
-/** Lifts the account's suppressions of these addresses (any case); others are ignored. Returns how many went. */
+/**
+ * Lifts the account's suppressions of these addresses (any case), an erased address's entry
+ * included (named by its address or by its `erased:` value); others are ignored. Returns how many went.
+ */
 export async function liftSuppressions(db: Knex, userId: number, emails: string[]): Promise<number> {
+  const key = await erasureKey(db);
   return db('suppressions')
     .where('user_id', userId)
-    .whereRaw('lower(email) = ANY (?::text[])', [emails.map((e) => e.toLowerCase())])
+    .where((w) =>
+      w
+        .whereRaw('lower(email) = ANY (?::text[])', [emails.map((e) => e.toLowerCase())])
+        .orWhereRaw(`lower(email) IN (SELECT ${erasedHashSql('a')} FROM unnest(?::text[]) a)`, [...erasedHashBindings(key), emails]),
+    )
     .delete();
 }

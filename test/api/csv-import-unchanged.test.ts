@@ -262,13 +262,13 @@ describe('RowRouter with fingerprints', () => {
     const staged = new PassThrough();
     const stagedText: Buffer[] = [];
     staged.on('data', (c: Buffer) => stagedText.push(c));
-    const router = new RowRouter(set, { mode: 'direct', staged, printed: fingerprintColumns(map) }, { customFields: [], countries: new Map(), userId: 7, typeId: 9 });
+    const router = new RowRouter(set, { mode: 'direct', staged, printed: fingerprintColumns(map) }, { customFields: [], countries: new Map(), userId: 7, typeId: 9, importId: 11 });
     const direct: Buffer[] = [];
     router.on('data', (c: Buffer) => direct.push(c));
     const ended = new Promise((r) => router.on('end', r));
     router.end({ records: rows.map((r) => r.rec), lines: rows.map((r) => r.line), plain: rows.map((r) => r.plain), ascii: rows.map((r) => r.ascii) });
     await ended;
-    expect(Buffer.concat(direct).toString('latin1')).toBe('7\t9\tnew@x.test\t\\N\t\\N\tN\t\t\t\t\t\t\t\t{}\n');
+    expect(Buffer.concat(direct).toString('latin1')).toBe('7\t9\t11\tnew@x.test\t\\N\t\\N\tN\t\t\t\t\t\t\t\t{}\n');
     const stagedLines = Buffer.concat(stagedText).toString('latin1').split('\n').filter(Boolean).map((l) => l.split('\t').slice(0, 4).join(' '));
     // b changed (its contact 2); c's first row was unchanged, its later row is staged by address (no contact id).
     expect(stagedLines).toEqual(['3 2 b@x.test \\N', '6 \\N c@x.test \\N']);
@@ -283,7 +283,7 @@ describe('RowRouter with fingerprints', () => {
     set.addContact('a@x.test', 1, print);
     const staged = new PassThrough();
     staged.resume();
-    const router = new RowRouter(set, { mode: 'direct', staged, printed: ['email', 'last_name'] }, { customFields: [], countries: new Map(), userId: 7, typeId: 9 });
+    const router = new RowRouter(set, { mode: 'direct', staged, printed: ['email', 'last_name'] }, { customFields: [], countries: new Map(), userId: 7, typeId: 9, importId: 11 });
     router.resume();
     const ended = new Promise((r) => router.on('end', r));
     router.end({ records: rows.map((r) => r.rec), lines: rows.map((r) => r.line), plain: rows.map((r) => r.plain), ascii: rows.map((r) => r.ascii) });

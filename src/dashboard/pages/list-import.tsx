@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { requestActor } from '../../consent/actor';
 import fs from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
@@ -274,7 +275,7 @@ export async function importMappedAction(req: Request, res: Response, p: PageCon
     return typeof v === 'string' && known.has(v) ? v : '';
   });
   try {
-    const outcome = await importContactsCsv(p.ctx, { contactTypeId: list.id, filePath: s.file, fileName: s.fileName, timeoutMs: p.deps.config.importTimeoutMs, delimiter: view.delimiter, header });
+    const outcome = await importContactsCsv(p.ctx, { contactTypeId: list.id, filePath: s.file, fileName: s.fileName, timeoutMs: p.deps.config.importTimeoutMs, delimiter: view.delimiter, header, actor: requestActor(req).actor });
     await Promise.all([fs.promises.rm(s.file, { force: true }), fs.promises.rm(s.meta, { force: true })]);
     res.redirect(303, `/app/lists/${list.id}?imported=${outcome.id}`);
   } catch (err) {

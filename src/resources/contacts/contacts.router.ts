@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { requestActor } from '../../consent/actor';
 import { messages, ok } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { id, uploadedFile } from '../../http/fields';
@@ -82,7 +83,7 @@ export const contactRoutes: RouteDef[] = [
     response: confirmation(messages.contactAdded),
     failures: ['AUTH', 'VAL'],
     handle: async ({ ctx, body, req }) => {
-      await service.addContact(ctx, body, blankFields(req.body));
+      await service.addContact(ctx, body, blankFields(req.body), requestActor(req));
       return ok(messages.contactAdded);
     },
   }),
@@ -123,12 +124,13 @@ export const contactRoutes: RouteDef[] = [
     file: { field: 'file', maxBytes: (deps) => deps.config.importMaxBytes },
     response: confirmation(messages.imported),
     failures: ['AUTH', 'VAL', 'TOO_LARGE'],
-    handle: async ({ ctx, body, deps }) => {
+    handle: async ({ ctx, body, deps, req }) => {
       await importContactsCsv(ctx, {
         contactTypeId: body.contact_type_id,
         filePath: body.file.path,
         fileName: body.file.originalname,
         timeoutMs: deps.config.importTimeoutMs,
+        actor: requestActor(req).actor,
       });
       return ok(messages.imported);
     },

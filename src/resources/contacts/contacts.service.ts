@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { recordConsent, type ConsentRecord } from '../../consent/record';
 import type { Ctx } from '../../context';
 import { prepare, runPrepared } from '../../db/prepared';
 import { invalid, notFound1, type FieldErrors } from '../../http/errors';
@@ -233,7 +234,15 @@ function columns(input: AddContactInput) {
   };
 }
 
-export async function addContact(ctx: Ctx, input: AddContactInput, blank: ReadonlySet<string> = new Set()): Promise<number> {
+/** How an API or dashboard add records its consent (src/consent): the source and the key or session that made it (the client address and user agent of a consent are the person's own: a form's). */
+export type ContactConsent = Pick<ConsentRecord, 'source' | 'actor'>;
+
+export async function addContact(
+  ctx: Ctx,
+  input: AddContactInput,
+  blank: ReadonlySet<string> = new Set(),
+  consent?: ContactConsent,
+): Promise<number> {
   const { custom } = await checkContact(ctx, input, blank);
   const stored = Object.fromEntries(Object.entries(custom).filter(([, v]) => v !== ''));
   return ctx.db.transaction(async (trx) => {
@@ -241,6 +250,9 @@ export async function addContact(ctx: Ctx, input: AddContactInput, blank: Readon
       .insert({ user_id: ctx.userId, ...columns(input), custom_fields: JSON.stringify(stored) })
       .returning(['id']);
     await bumpContactsVersion(trx, ctx.userId, [input.contact_type_id]);
+    if (consent) {
+      await recordConsent(trx, [{ ...consent, userId: ctx.userId, email: input.email, contactTypeId: input.contact_type_id, consentedAt: new Date() }]);
+    }
     return row.id as number;
   });
 }

@@ -3,6 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
+import { recordConsent } from '../../consent/record';
 import type { PoolClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Ctx } from '../../context';
@@ -115,6 +116,8 @@ export interface ImportInput {
    * leaves a column out. Names are matched as header cells are (csv-rows.ts mapHeader).
    */
   header?: string[];
+  /** The API key or dashboard session importing (src/consent/actor.ts), for the import's consent record. */
+  actor?: string | null;
 }
 
 interface Upload {
@@ -127,6 +130,7 @@ interface Upload {
 /** An import's state; as a RunningImport, shutdown may stop it (running-imports.ts). */
 interface ImportJob extends RunningImport {
   ctx: Ctx;
+  actor: string | null;
   importId: number;
   fileName: string;
   typeId: number;
@@ -234,6 +238,7 @@ async function openImport(ctx: Ctx, input: ImportInput, upload: Upload, started:
     bytesRead: 0,
     delimiter: input.delimiter ?? upload.sniffed.delimiter,
     header: input.header?.map(bytesOf),
+    actor: input.actor ?? null,
   };
 }
 
@@ -288,6 +293,10 @@ async function attempt(job: ImportJob, client: PoolClient, trx: Knex.Transaction
   // Cached segment counts of this type are stale now (see contacts-version.ts), unless no row changed anything.
   if (outcome.inserted + outcome.updated > 0) await bumpContactsVersion(trx, ctx.userId, [typeId]);
   await completeImportRecord({ userId: ctx.userId, db: trx }, job.importId, { ...outcome, fileBytes: job.upload.bytes });
+  // One consent record for the import and its list; the contacts it inserted carry its id (contacts.import_id).
+  if (outcome.inserted > 0) {
+    await recordConsent(trx, [{ userId: ctx.userId, email: null, contactTypeId: typeId, source: 'import', importId: job.importId, actor: job.actor, consentedAt: new Date() }]);
+  }
   // The notice commits with the contacts or not at all; its mail is the worker's (outbox).
   await recordAccountEvent({ db: trx }, ctx.userId, 'contacts.imported', `Contacts imported: ${job.fileName}`, {
     import_id: job.importId,
@@ -455,7 +464,7 @@ async function streamFile(job: ImportJob, client: PoolClient, addresses: Address
   const sidePath = `${job.upload.path}.staged`;
   const side = how.direct ? fs.createWriteStream(sidePath) : undefined;
   const routing: Routing = side ? { mode: 'direct', staged: side, printed: how.printed } : { mode: 'stage-all' };
-  const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId, header: job.header });
+  const rows = new RowRouter(addresses, routing, { customFields: job.customFields, countries: job.countries, userId: job.ctx.userId, typeId: job.typeId, importId: job.importId, header: job.header });
   job.rows = rows;
   try {
     if (!side) await client.query(CREATE_STAGING(job.staging));
@@ -512,7 +521,7 @@ async function mergeStaged(job: ImportJob, client: PoolClient, lastRowsOnly: boo
   }
   await client.query(MERGE_JOINS);
   const merged = await client
-    .query<{ addresses: number; written_here: number; inserted: number; changed: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId])
+    .query<{ addresses: number; written_here: number; inserted: number; changed: number; ambiguous: number }>(MERGE_STAGED(job.staging, collate, lastRowsOnly), [job.ctx.userId, job.typeId, job.importId])
     .catch((err: unknown) => {
       // Two staged rows of one address after all (spellings the address set told apart).
       throw (err as { code?: string }).code === '21000' ? new StageEverything() : err;

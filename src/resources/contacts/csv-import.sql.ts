@@ -17,8 +17,11 @@ const int = (n: number) => {
   return n;
 };
 
-/** Columns of COPY_INTO_CONTACTS, in the order RowChecker.contactLine writes them. */
-export const COPY_INTO_CONTACTS = `COPY contacts (user_id, contact_type_id, email, alt_email, country_id, ${TEXT}, custom_fields) FROM STDIN`;
+/**
+ * Columns of COPY_INTO_CONTACTS, in the order RowChecker.contactLine writes them after the
+ * constant prefix (user, type, and the import that inserts the contact: its consent, src/consent).
+ */
+export const COPY_INTO_CONTACTS = `COPY contacts (user_id, contact_type_id, import_id, email, alt_email, country_id, ${TEXT}, custom_fields) FROM STDIN`;
 
 /**
  * Locks the contact type against deletion until the import commits (FOR KEY SHARE, as the
@@ -116,7 +119,7 @@ const ASCII_LOWER = (e: string) => `translate(${e}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
 const LIVE_WITH_ADDRESS = `c.user_id = $1 AND c.contact_type_id = $2 AND c.deleted_at IS NULL AND lower(c.email) = lower(t.email)`;
 
 /**
- * The merge of the staged rows, one statement. $1 user, $2 type.
+ * The merge of the staged rows, one statement. $1 user, $2 type, $3 the import (a contact it inserts carries it).
  *
  * - last_rows: the last row per address. After a direct read the staging table holds just
  *   those, as the import's address set tells addresses apart (`lastRowsOnly`, LastRowsOnly in
@@ -195,8 +198,8 @@ WITH last_rows AS ${
   WHERE c.id = t.target_id AND ${LIVE_WITH_ADDRESS} AND ${changed(ANY_CONTACT)}
   RETURNING t.written_here
 ), inserted AS (
-  INSERT INTO contacts AS c (user_id, contact_type_id, email, alt_email, country_id, ${TEXT}, custom_fields)
-  SELECT $1, $2, email, alt_email, country_id, ${TEXT_COLUMNS.map((t) => `coalesce(${t}, '')`).join(', ')}, coalesce(custom, '{}'::jsonb)
+  INSERT INTO contacts AS c (user_id, contact_type_id, import_id, email, alt_email, country_id, ${TEXT}, custom_fields)
+  SELECT $1, $2, $3::integer, email, alt_email, country_id, ${TEXT_COLUMNS.map((t) => `coalesce(${t}, '')`).join(', ')}, coalesce(custom, '{}'::jsonb)
   FROM targets WHERE target_id IS NULL
   ORDER BY lower(email) ${collate}
   ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL DO UPDATE SET

@@ -91,10 +91,10 @@ export class RowRouter extends Transform {
     private readonly addresses: AddressSet,
     private readonly routing: Routing,
     /** `header`: names read instead of the file's header row (ImportInput.header). */
-    private readonly lookups: { customFields: CustomField[]; countries: Map<string, number>; userId: number; typeId: number; header?: string[] },
+    private readonly lookups: { customFields: CustomField[]; countries: Map<string, number>; userId: number; typeId: number; importId: number; header?: string[] },
   ) {
     super({ writableObjectMode: true, readableObjectMode: false, writableHighWaterMark: 2 });
-    this.prefix = `${lookups.userId}\t${lookups.typeId}\t`;
+    this.prefix = `${lookups.userId}\t${lookups.typeId}\t${lookups.importId}\t`;
   }
 
   override _transform(batch: RecordBatch, _enc: BufferEncoding, done: TransformCallback): void {
