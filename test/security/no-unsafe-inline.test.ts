@@ -44,7 +44,24 @@ beforeAll(async () => {
   const [mail] = await mailer.parsed();
   const verify = /\/senders\/verify\/([0-9]+\.[A-Za-z0-9_-]+)/.exec(String(mail.text))![0];
 
+  // Signup forms (issue 35): the hosted page with and without proof of work, one redirecting elsewhere.
+  const forms: string[] = [];
+  for (const extra of [{ captcha: 'none' }, { captcha: 'proof_of_work', success_url: 'http://127.0.0.2:9/thanks' }]) {
+    const form = await api(app, a).json('/forms/save', {
+      name: 'Signup',
+      contact_type_ids: [w.typeId],
+      fields: [{ field_name: 'email', required: 1 }],
+      consent_text: 'I agree.',
+      confirmation_sender_id: w.senderId,
+      ...extra,
+    });
+    expect(form.status).toBe(200);
+    forms.push(`/subscribe/${form.body.message.public_id as string}`);
+  }
+
   seeds.push(
+    ...forms,
+    `/subscribe/confirm/${'0'.repeat(72)}`,
     ...dashboardPages(w, w.send.utr),
     '/app/designs/new?format=blocks',
     '/app/designs/new?format=markdown',
@@ -58,7 +75,6 @@ beforeAll(async () => {
     '/t/click/nope',
     `/design/${w.automation.emails[0].utr}`,
     '/design/nope',
-    '/subscribe/nope',
   );
 }, 120_000);
 
@@ -97,7 +113,7 @@ it('walks every page it can reach: HTML answers carry a CSP, and no CSP allows u
   }
   expect(problems).toEqual([]);
   // The walk did reach each kind of page (a broken seed would otherwise pass unseen).
-  for (const kind of [/^\/app$/, /^\/app\/sends\/[^/]+\/preview/, /^\/app\/designs\/.*preview/, /^\/docs$/, /^\/unsubscribe\//, /^\/senders\/verify\//, /^\/design\//, /^\/t\/click\//]) {
+  for (const kind of [/^\/app$/, /^\/app\/sends\/[^/]+\/preview/, /^\/app\/designs\/.*preview/, /^\/docs$/, /^\/unsubscribe\//, /^\/senders\/verify\//, /^\/design\//, /^\/t\/click\//, /^\/subscribe\/[0-9a-f]{48}$/, /^\/subscribe\/confirm\//]) {
     expect({ kind: String(kind), reached: html.some((p) => kind.test(p)) }).toEqual({ kind: String(kind), reached: true });
   }
   expect(html.length).toBeGreaterThan(40);
