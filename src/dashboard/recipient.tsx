@@ -209,6 +209,3 @@ export function TextField({
 }
 
 export const PrimaryButton = ({ children }: { children: ComponentChildren }) => <button type="submit">{children}</button>;
-
-/** A row under a form (a second action, a link). */
-export const Actions = ({ children }: { children: ComponentChildren }) => <div class="actions">{children}</div>;
