@@ -7,6 +7,7 @@ import { describeBrowser, launchChromium, loopbackOnly } from '../helpers/browse
 import { makeContactType, makeSender } from '../helpers/fixtures';
 import { serve, type Served } from './lib/serve';
 import { signIn, type Browserish } from './lib/session';
+import { measureWidth } from './lib/width';
 
 /**
  * The signup form pages of the dashboard (issue 35): list, new, edit, details, delete. Each form
@@ -155,6 +156,14 @@ describeBrowser('the forms pages in a browser', () => {
     expect(snippet).toContain('I want the &#60;newsletter&#62; &#38; more');
     expect(await tab.locator('[data-table="form-stats"] tbody tr').count()).toBe(30);
     expect(await axe()).toEqual([]);
+    // A phone's width: the details page, the new-form page (its fields table) and the list fit.
+    const details = tab.url();
+    await tab.setViewportSize({ width: 375, height: 800 });
+    for (const url of [details, `${served.base}/app/forms/new`, `${served.base}/app/forms`]) {
+      await tab.goto(url);
+      const width = await measureWidth(tab);
+      expect({ url, outside: width.outside, scroll: width.scroll }).toEqual({ url, outside: [], scroll: width.view });
+    }
     expect(problems).toEqual([]);
   }, 60_000);
 });
