@@ -178,6 +178,23 @@ describe('POST /forms/save', () => {
     });
   });
 
+  it('VAL: at most 20 lists and 30 fields; a required flag is 0 or 1', async () => {
+    const res = await api(app, a).json(
+      '/forms/save',
+      formOfA({
+        contact_type_ids: Array.from({ length: 21 }, () => A.list),
+        fields: [{ field_name: 'email', required: 2 }, ...Array.from({ length: 30 }, () => ({ field_name: 'first_name' }))],
+      }),
+    );
+    expectVal(res, {
+      contact_type_ids: ['The contact type ids must not have more than 20 items.'],
+      fields: ['The fields must not have more than 30 items.'],
+    });
+    expectVal(await api(app, a).json('/forms/save', formOfA({ fields: [{ field_name: 'email', required: 2 }] })), {
+      'fields.0.required': ['The selected fields.0.required is invalid.'],
+    });
+  });
+
   it.each([
     ['ftp://example.com/x', REDIRECT_SCHEME],
     ['javascript:alert(1)', REDIRECT_SCHEME],
