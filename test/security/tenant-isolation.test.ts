@@ -403,11 +403,13 @@ const MATRIX: Record<string, Case[]> = {
 };
 
 const ops = operations();
+/** One person's data by address (issue 35): checked below with A's address and B's keys. */
+const PERSON_ROUTES = new Set(['GET /contacts/consent', 'GET /contacts/export-person', 'POST /contacts/erase']);
 /** Operations that name records: an id param, or reference fields in the form. */
 const referencing = ops.filter((op) => op.def.id || referenceFields(op.def).length > 0);
 /** Operations with neither: lists and other reads, checked for leaks by marker. */
 // Reads that need a query (GET /contacts/search's q, GET /contacts/export's list) are rows of the matrix instead.
-const reads = ops.filter((op) => !op.def.id && !op.def.body && op.method !== 'delete' && !MATRIX[op.key]);
+const reads = ops.filter((op) => !op.def.id && !op.def.body && op.method !== 'delete' && !MATRIX[op.key] && !PERSON_ROUTES.has(op.key));
 
 
 let A: World;
@@ -534,3 +536,28 @@ const OWN_DATA_VISIBLE = new Set([
   'GET /designs/list',
   'GET /forms/list',
 ]);
+
+describe("one person's data by address (consent, export, erasure) with B's keys on A's address", () => {
+  const address = () => `${A.marker}.1@example.com`;
+  it('covers every route of the family', () => {
+    expect(ops.filter((o) => /^(GET|POST) \/contacts\/(consent|export-person|erase)$/.test(o.key)).map((o) => o.key).sort()).toEqual([...PERSON_ROUTES].sort());
+  });
+
+  it.each(['/contacts/consent', '/contacts/export-person'])('GET %s: empty for B, A’s own for A', async (path) => {
+    const theirs = await api(app, B.account).get(q(path, { email: address() }));
+    expect(theirs.status).toBe(200);
+    // The export names the address asked for; nothing else of A's.
+    expect(theirs.text.split(address()).join('')).not.toContain(A.marker);
+    const mine = await api(app, A.account).get(q(path, { email: address() }));
+    expect(mine.status).toBe(200);
+    expect(mine.text).toContain(path.endsWith('consent') ? `key:${A.account.public_key}` : `${A.marker} first 1`);
+  });
+
+  it("POST /contacts/erase: B's erasure of A's address changes nothing of A's", async () => {
+    const beforeA = await accountRows(db, A.account.id);
+    const res = await api(app, B.account).form('/contacts/erase', { email: address() });
+    expect(res.status).toBe(200);
+    expect(res.body.message.erasure.rows_removed).toEqual({});
+    expect(await accountRows(db, A.account.id)).toEqual(beforeA);
+  });
+});
