@@ -86,6 +86,6 @@ function powLines(publicUrl: string, hostedUrl: string): string[] {
   return [
     `  <link rel="stylesheet" href="${escapeHtml(`${publicUrl}/app/assets/altcha.css`)}">`,
     `  <script type="module" src="${escapeHtml(`${publicUrl}/app/assets/altcha.js`)}"></script>`,
-    `  <altcha-widget challengeurl="${escapeHtml(`${hostedUrl}/challenge`)}" name="altcha"></altcha-widget>`,
+    `  <altcha-widget challenge="${escapeHtml(`${hostedUrl}/challenge`)}" name="altcha"></altcha-widget>`,
   ];
 }

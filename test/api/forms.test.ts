@@ -340,7 +340,7 @@ describe('GET /forms/details', () => {
     const saved = await saveOfA({ captcha: 'proof_of_work' });
     const html = (await details(a, saved.id)).body.message.form.html_snippet as string;
     expect(html).toContain(`<input type="hidden" name="contact_type_ids[]" value="${A.list}">`);
-    expect(html).toContain(`<altcha-widget challengeurl="${config.publicUrl}/subscribe/${saved.public_id}/challenge" name="altcha"></altcha-widget>`);
+    expect(html).toContain(`<altcha-widget challenge="${config.publicUrl}/subscribe/${saved.public_id}/challenge" name="altcha"></altcha-widget>`);
     expect(html).toContain(`<script type="module" src="${config.publicUrl}/app/assets/altcha.js"></script>`);
   });
 
