@@ -421,6 +421,7 @@ const NO_READBACK: Record<string, string> = {
   'POST /sender/dns/check': 'takes only a sender id; stores DNS statuses (test/api/sender-dns.test.ts)',
   'POST /sender/dns/rotate': 'takes only a sender id; makes a key (test/api/sender-dns.test.ts)',
   'POST /suppressions/add': 'takes email addresses, which fuzzed strings almost never are (read back in test/api/suppressions.test.ts)',
+  'POST /contacts/erase': 'takes one address and removes what holds it; what stays (the hashed suppression, the audit record) is read in test/api/erase.test.ts',
 };
 
 /** What the stored value must be for a string that was sent. */
