@@ -139,7 +139,7 @@ function FormPage({ form, values = {}, errors = {} }: { form: PublicForm; values
         </div>
         {form.captcha === 'proof_of_work' ? (
           <>
-            <altcha-widget challengeurl={`/subscribe/${form.id}/challenge`} name="altcha" />
+            <altcha-widget challenge={`/subscribe/${form.id}/challenge`} name="altcha" />
             {first('altcha') ? <p class="error">{first('altcha')}</p> : null}
           </>
         ) : null}
@@ -153,7 +153,7 @@ declare module 'preact' {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace JSX {
     interface IntrinsicElements {
-      'altcha-widget': { challengeurl: string; name: string };
+      'altcha-widget': { challenge: string; name: string };
     }
   }
 }

@@ -247,7 +247,7 @@ describe('abuse guards', () => {
 
     it('the hosted page carries the widget, served from this origin under a CSP with script-src self only', async () => {
       const res = await request(app).get(`/subscribe/${form.publicId}`);
-      expect(res.text).toContain(`<altcha-widget challengeurl="/subscribe/${form.publicId}/challenge" name="altcha">`);
+      expect(res.text).toContain(`<altcha-widget challenge="/subscribe/${form.publicId}/challenge" name="altcha">`);
       expect(res.text).toContain('src="/app/assets/altcha.js');
       const csp = res.headers['content-security-policy'];
       expect(csp).toContain("script-src 'self'");
