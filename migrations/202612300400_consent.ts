@@ -12,6 +12,9 @@ import { owner } from '../src/db/schema-helpers';
  * per (import, list) with no address (`email` NULL); the contacts it inserted carry its id in
  * `contacts.import_id`, and the consent read joins the two (no row per imported contact).
  *
+ * `data_requests`: a recipient's one-time link to their export ("get my data" on the preferences
+ * page): the SHA-256 of the link's random part, its expiry and when it was used.
+ *
  * `erasures`: the audit record of an erasure — when, by which key, session or recipient, and how
  * many rows each table lost. Never the address.
  *
@@ -59,6 +62,18 @@ export async function up(knex: Knex): Promise<void> {
   });
   await distributeNewTable(knex, 'erasures');
 
+  // A recipient's "get my data" link (src/public/my-data.tsx): the SHA-256 of its random part, used once, until it expires.
+  await knex.schema.createTable('data_requests', (t) => {
+    owner(t);
+    t.binary('token_hash').notNullable();
+    t.primary(['user_id', 'token_hash']);
+    t.text('email').notNullable();
+    t.timestamp('created_at', { useTz: true, precision: 6 }).notNullable().defaultTo(knex.fn.now());
+    t.timestamp('expires_at', { useTz: true, precision: 6 }).notNullable();
+    t.timestamp('used_at', { useTz: true, precision: 6 }).nullable();
+  });
+  await distributeNewTable(knex, 'data_requests');
+
   // The import that inserted a contact (NULL: added another way). No default, no index: free to add, and the import's COPY writes one constant more.
   await knex.raw('ALTER TABLE contacts ADD COLUMN import_id integer');
 
@@ -79,6 +94,7 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE suppressions DROP CONSTRAINT suppressions_source_check');
   await knex.raw(`ALTER TABLE suppressions ADD CONSTRAINT suppressions_source_check CHECK (source IN (${list(SUPPRESSION_SOURCES)}))`);
   await knex.raw('ALTER TABLE contacts DROP COLUMN import_id');
+  await knex.schema.dropTable('data_requests');
   await knex.schema.dropTable('erasures');
   await knex.schema.dropTable('consent_records');
 }

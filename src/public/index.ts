@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import type { Deps } from '../context';
 import { mountDesignView } from './design-view';
 import { mountInboundEsp } from './inbound-esp';
+import { mountMyData } from './my-data';
 import { mountSenderVerify } from './sender-verify';
 import { mountSubscribe } from './subscribe';
 import { mountTracking } from './tracking';
@@ -13,7 +14,7 @@ import { mountUnsubscribe } from './unsubscribe';
  */
 export type PublicMount = (app: Express, deps: Deps) => void;
 
-export const publicMounts: PublicMount[] = [mountTracking, mountUnsubscribe, mountSenderVerify, mountDesignView, mountInboundEsp, mountSubscribe];
+export const publicMounts: PublicMount[] = [mountTracking, mountUnsubscribe, mountSenderVerify, mountDesignView, mountInboundEsp, mountSubscribe, mountMyData];
 
 export function mountPublic(app: Express, deps: Deps): void {
   for (const mount of publicMounts) mount(app, deps);

@@ -8,6 +8,7 @@ import { rowOfToken, markUnsubscribed } from '../deliveries/rows';
 import { OWNERS, ownerOf, SOURCE_REF_COLUMNS, sourceRef, type SourceRef, type SourceRefColumns } from '../sources';
 import { GroupDisplay } from '../states';
 import { resubscribeGlobally, resubscribeToGroup, unsubscribeFromGroup, unsubscribeGlobally } from '../suppression';
+import { PrivacyLinks } from './privacy-links';
 import { Checkbox, ChoiceList, Heading, Hidden, Notice, pageErrors, PostForm, PrimaryButton, sendRecipientMessage, sendRecipientPage, Text } from '../dashboard/recipient';
 
 /**
@@ -164,7 +165,7 @@ export function PreferencesPage({ token, email, groups, all, notice, children }:
 }
 
 function sendPreferences(res: Response, props: PreferencesProps): void {
-  sendRecipientPage(res, 200, { title: 'Email preferences', body: <PreferencesPage {...props} /> });
+  sendRecipientPage(res, 200, { title: 'Email preferences', body: <PreferencesPage {...props}>{props.children ?? <PrivacyLinks token={props.token} />}</PreferencesPage> });
 }
 
 function readKeep(body: Record<string, unknown>): Set<number> {

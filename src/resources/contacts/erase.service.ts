@@ -70,6 +70,7 @@ export async function eraseAddress(ctx: Ctx, email: string, by: EraseBy): Promis
     n.unsubscribe_group_recipients = await byAddress(trx('unsubscribe_group_recipients').where('user_id', userId), 'email_address', email).delete();
     n.suppressions = await byAddress(trx('suppressions').where('user_id', userId), 'email', email).delete();
     n.test_sends = await byAddress(trx('test_sends').where('user_id', userId), 'email', email).delete();
+    n.data_requests = await byAddress(trx('data_requests').where('user_id', userId), 'email', email).delete();
     // Payloads that quote the address (webhook batches, background jobs, an import's skip reasons) keep the rest.
     n.webhook_deliveries = await redactJson(trx, 'webhook_deliveries', 'payload', userId, email);
     n.jobs = await redactJson(trx, 'jobs', 'payload', userId, email);
