@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { erasureKey, suppressionJoins } from '../suppression';
+import { erasureCheck, suppressionJoins } from '../suppression';
 import type { AudienceRef } from './audience-ref';
 import { extraRecipients, loadRuleFields, matchingContacts, storedRules, type SegmentRow } from './segments.sql';
 
@@ -41,7 +41,7 @@ export async function countAudience(db: Knex, userId: number, sources: AudienceR
   if (included.length === 0) return { recipients: 0, suppressed: 0 };
   const excluded = await addressesOf(db, userId, exclusions);
   const union = (parts: Knex.QueryBuilder[]) => db.raw(parts.map(() => '(?)').join(' UNION '), parts);
-  const suppressed = suppressionJoins(db, userId, groupId, 'a.email', await erasureKey(db));
+  const suppressed = suppressionJoins(db, userId, groupId, 'a.email', await erasureCheck(db, userId));
   const audience = excluded.length ? db.raw('(?) EXCEPT (?)', [union(included), union(excluded)]) : union(included);
   const { rows } = await db.raw(`SELECT count(*)::int AS recipients, count(${suppressed.reason})::int AS suppressed FROM (?) a ?`, [audience, suppressed.joins]);
   return rows[0] as AudienceCount;

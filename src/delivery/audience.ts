@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { recordMessageEvents } from '../events/record';
 import type { DropReason } from '../events/types';
-import { erasureKey, suppressionJoins } from '../suppression';
+import { erasureCheck, suppressionJoins } from '../suppression';
 import { extraRecipients, loadRuleFields, matchingContacts, storedRules, type SegmentRow } from '../contacts/segments.sql';
 import type { AudienceRef } from '../contacts/audience-ref';
 import { fanOutChunkSql } from '../deliveries/fanout';
@@ -150,7 +150,7 @@ export async function fanOutChunk(
   const skipSource = { next: { source: cursor.source + 1, after: 0 }, inserted: 0 };
   if (!chunk) return skipSource;
   const filters = await exclusions(trx, t);
-  const suppressed = suppressionJoins(trx, t.userId, t.groupId, 'src.email', await erasureKey(trx));
+  const suppressed = suppressionJoins(trx, t.userId, t.groupId, 'src.email', await erasureCheck(trx, t.userId));
   const bindings = [chunk.q, suppressed.joins, ...filters, t.userId, t.singleSendId];
   const write = (db: Knex, skipDuplicates: boolean) => db.raw(fanOutChunkSql(suppressed.reason, filters.length, skipDuplicates, t.hold), bindings);
   await trx.raw(CHUNK_SETTINGS);

@@ -39,6 +39,17 @@ export async function erasureKey(db: Knex): Promise<ErasureKey> {
   return k;
 }
 
+/**
+ * The key when account `userId` has erased entries, else undefined: the send path then leaves the
+ * erased check out of its statement altogether (src/suppression/index.ts suppressionJoins), so an
+ * account that never erased anyone pays one probe of the partial index suppressions_erased_index
+ * per statement and nothing per row.
+ */
+export async function erasureCheck(db: Knex, userId: number): Promise<ErasureKey | undefined> {
+  const any = await db('suppressions').where({ user_id: userId, type: 'erased' }).first(db.raw('1 AS one'));
+  return any ? erasureKey(db) : undefined;
+}
+
 /** The SQL of an address's erased entry (`erased:<hex>`); bindings: erasedHashBindings(key). */
 export const erasedHashSql = (emailSql: string) =>
   `('${ERASED_PREFIX}' || encode(sha256(?::bytea || sha256(?::bytea || convert_to(lower(${emailSql}), 'UTF8'))), 'hex'))`;

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { softBouncesByEmail } from '../events/reads';
 import type { DropReason } from '../events/types';
-import { erasedHashBindings, erasedHashSql, erasureKey, type ErasureKey } from './erased';
+import { ERASED_PREFIX, erasedHashBindings, erasedHashSql, erasureKey, type ErasureKey } from './erased';
 
-export { ERASED_PREFIX, erasedHashBindings, erasedHashSql, erasureKey, suppressErased, type ErasureKey } from './erased';
+export { ERASED_PREFIX, erasedHashBindings, erasedHashSql, erasureCheck, erasureKey, suppressErased, type ErasureKey } from './erased';
 
 /**
  * The one answer to "may this address of this account get this message?" and the one place
@@ -20,16 +20,27 @@ export type SuppressionType = 'bounce' | 'complaint' | 'manual' | 'erased';
 /** Which channel reported a bounce or complaint (src/bounces/apply.ts), `api` for a manual entry or an erasure, `recipient` for a recipient's own erasure. */
 export type SuppressionSource = 'smtp' | 'dsn' | 'arf' | 'imap' | 'sendgrid' | 'mailgun' | 'postmark' | 'ses' | 'api' | 'recipient';
 
-/** The reason over the joins of joinsSql (see suppressionJoins). */
-const REASON_SQL = `CASE
-    WHEN sup_s.user_id IS NOT NULL THEN CASE sup_s.type WHEN 'bounce' THEN 'bounced' WHEN 'complaint' THEN 'complained' ELSE 'suppressed' END
-    WHEN sup_e.hit THEN 'suppressed'
+/**
+ * The reason over the joins of joinsSql (see suppressionJoins). With `erased`, an erased
+ * address's entry (its keyed hash, erased.ts) refuses it too: the hash is computed for a row
+ * only when `sup_k.erased` says the account has erased entries. `userSql` is the account as SQL
+ * text without bindings (a literal or a column).
+ */
+const reasonSql = (userSql: string, emailSql: string, erased: boolean) => `CASE
+    WHEN sup_s.user_id IS NOT NULL THEN CASE sup_s.type WHEN 'bounce' THEN 'bounced' WHEN 'complaint' THEN 'complained' ELSE 'suppressed' END${
+      erased
+        ? `
+    WHEN sup_k.erased AND EXISTS (SELECT 1 FROM suppressions sup_e WHERE sup_e.user_id = ${userSql}
+      AND lower(sup_e.email) = ('${ERASED_PREFIX}' || encode(sha256(sup_k.ko || sha256(sup_k.ki || convert_to(lower(${emailSql}), 'UTF8'))), 'hex'))) THEN 'suppressed'`
+        : ''
+    }
     WHEN sup_g.user_id IS NOT NULL THEN 'unsubscribed'
     WHEN sup_ug.user_id IS NOT NULL THEN 'group_unsubscribed'
   END`;
 
 /**
- * The rule over a set of rows, for the caller's query: `joins` are LEFT JOINs onto the row whose
+ * The rule over a set of rows, for the caller's query (`erased`: erasureCheck's answer for the
+ * account — the key when it has erased entries, whose hashes are then compared too): `joins` are LEFT JOINs onto the row whose
  * address is `emailSql` (a column of the caller's query; they add the aliases `sup_s`, `sup_g`
  * and `sup_ug`), and `reason` is the SQL expression over them — why that address must not get a
  * message of account `userId` sent under group `groupId` ('bounced', 'complained', 'suppressed',
@@ -37,31 +48,34 @@ const REASON_SQL = `CASE
  * `${reason}`. The planner may hash the account's lists once per statement instead of probing
  * their indexes three times per row (audience fan-out, bench/README.md "Fan-out").
  */
-export function suppressionJoins(db: Knex, userId: number, groupId: number | null, emailSql: string, key: ErasureKey): { joins: Knex.Raw; reason: string } {
-  return { joins: db.raw(joinsSql('?', '?', emailSql), [userId, userId, groupId ?? 0, userId, userId, userId, ...erasedHashBindings(key)]), reason: REASON_SQL };
+export function suppressionJoins(db: Knex, userId: number, groupId: number | null, emailSql: string, erased: ErasureKey | undefined): { joins: Knex.Raw; reason: string } {
+  if (!Number.isSafeInteger(userId)) throw new Error(`not an account id: ${userId}`);
+  const bindings = [userId, userId, groupId ?? 0, userId, ...(erased ? [userId, ...erasedHashBindings(erased)] : [])];
+  return { joins: db.raw(joinsSql('?', '?', emailSql, Boolean(erased)), bindings), reason: reasonSql(String(userId), emailSql, Boolean(erased)) };
 }
 
 /**
  * The rule, once: the suppressions first (a complaint is also a global unsubscribe, and the
  * dropped event should say it was a complaint), then the global list (it covers every group),
- * then the message's group. An erased address (erased.ts) is suppressed too: its entry holds
- * the keyed hash of the address, which `sup_e` computes per row only for an account that has
- * erased entries (the EXISTS names no column of the row: PostgreSQL evaluates it once, as a
- * one-time filter, from the partial index suppressions_erased_index). Addresses compare case-insensitively. Each join finds at most one
+ * then the message's group. An erased address (erased.ts) is suppressed too: `sup_k` (one row
+ * per statement, or per candidate for a batch of several accounts) says whether the account has
+ * erased entries (the partial index suppressions_erased_index) and carries the key's HMAC pads for
+ * reasonSql. Addresses compare case-insensitively. Each join finds at most one
  * row — each list is unique on (account, lower(address)) (the group's on (group, lower(address),
  * account)) — so the caller's rows are neither multiplied nor lost.
  */
-function joinsSql(userSql: string, groupSql: string, emailSql: string): string {
+function joinsSql(userSql: string, groupSql: string, emailSql: string, erased: boolean): string {
   return `LEFT JOIN suppressions sup_s ON sup_s.user_id = ${userSql} AND lower(sup_s.email) = lower(${emailSql})
     LEFT JOIN global_unsubscribers sup_g ON sup_g.user_id = ${userSql} AND lower(sup_g.email_address) = lower(${emailSql})
     LEFT JOIN unsubscribe_group_recipients sup_ug
-      ON sup_ug.unsubscribe_groups_id = ${groupSql} AND sup_ug.user_id = ${userSql} AND lower(sup_ug.email_address) = lower(${emailSql})
-    LEFT JOIN LATERAL (
-      SELECT true AS hit FROM suppressions e
-      WHERE EXISTS (SELECT 1 FROM suppressions x WHERE x.user_id = ${userSql} AND x.type = 'erased')
-        AND e.user_id = ${userSql} AND lower(e.email) = ${erasedHashSql(emailSql)}
-      LIMIT 1
-    ) sup_e ON true`;
+      ON sup_ug.unsubscribe_groups_id = ${groupSql} AND sup_ug.user_id = ${userSql} AND lower(sup_ug.email_address) = lower(${emailSql})${
+        erased
+          ? `
+    CROSS JOIN LATERAL (
+      SELECT EXISTS (SELECT 1 FROM suppressions x WHERE x.user_id = ${userSql} AND x.type = 'erased') AS erased, ?::bytea AS ko, ?::bytea AS ki
+    ) sup_k`
+          : ''
+      }`;
 }
 
 export interface Candidate {
@@ -75,9 +89,9 @@ export async function suppressedAmong(db: Knex, candidates: Candidate[]): Promis
   const refused = new Map<number, SuppressionReason>();
   if (candidates.length === 0) return refused;
   const { rows } = await db.raw(
-    `SELECT v.n, ${REASON_SQL} AS reason
+    `SELECT v.n, ${reasonSql('v.user_id', 'v.email', true)} AS reason
      FROM json_to_recordset(?::json) AS v(n integer, user_id integer, email text, group_id integer)
-     ${joinsSql('v.user_id', 'v.group_id', 'v.email')}`,
+     ${joinsSql('v.user_id', 'v.group_id', 'v.email', true)}`,
     [JSON.stringify(candidates.map((c, n) => ({ n, user_id: c.userId, email: c.email, group_id: c.groupId ?? 0 }))), ...erasedHashBindings(await erasureKey(db))],
   );
   for (const r of rows as Array<{ n: number; reason: SuppressionReason | null }>) if (r.reason) refused.set(r.n, r.reason);

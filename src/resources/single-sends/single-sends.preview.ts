@@ -9,7 +9,7 @@ import type { ContactFields, RecipientData, RenderedContent } from '../../render
 import { compileSource, unsentClickUrl, unsentToken, type CompiledSource } from '../../render/preview-source';
 import { sampleRecipient } from '../../render/sample';
 import type { MessageSource } from '../../sources';
-import { erasureKey, suppressionJoins } from '../../suppression';
+import { erasureCheck, suppressionJoins } from '../../suppression';
 import { variationsWithSend } from '../../single-sends/rows';
 import { releaseTestMessages, reserveTestMessages } from '../../single-sends/test-sends';
 import { liveRows } from '../shared/crud';
@@ -102,7 +102,7 @@ export async function previewSingleSend(ctx: Ctx, config: Config, utr: string, c
 
 /** The addresses among `emails` that the account may not mail under the send's unsubscribe group, with why (VAL keys `emails.<i>`). */
 async function suppressedAddresses(ctx: Ctx, groupId: number | null, emails: string[], errors: FieldErrors): Promise<void> {
-  const { joins, reason } = suppressionJoins(ctx.db, ctx.userId, groupId, 'v.email', await erasureKey(ctx.db));
+  const { joins, reason } = suppressionJoins(ctx.db, ctx.userId, groupId, 'v.email', await erasureCheck(ctx.db, ctx.userId));
   const { rows } = await ctx.db.raw(`SELECT v.n::int AS n, ${reason} AS reason FROM unnest(?::text[]) WITH ORDINALITY AS v(email, n) ?`, [emails, joins]);
   for (const r of rows as Array<{ n: number; reason: string | null }>) {
     const i = r.n - 1;
