@@ -257,11 +257,14 @@ export function mountSubscribe(app: Express, deps: Deps): void {
       const ref = await tokenOf(db, res, token);
       if (!ref) return;
       const pending = await findPending(db, ref.userId, ref.pendingId);
-      if (!pending) return sendRecipientMessage(res, 404, 'Invalid link', 'This subscription is no longer waiting for a confirmation. Please subscribe again.');
+      const form = pending && (await loadPublicForm(db, { userId: ref.userId, formId: pending.form_id }));
+      if (!pending || !form) return sendRecipientMessage(res, 404, 'Invalid link', 'This subscription is no longer waiting for a confirmation. Please subscribe again.');
       if (pending.confirmed_at && pending.generation === ref.generation) return sendCannotConfirm(res, token, true);
       if (isExpired(ref) || pending.generation !== ref.generation) return sendCannotConfirm(res, token, false);
       sendRecipientPage(res, 200, {
         title: 'Confirm your subscription',
+        // The POST answers with a redirect to confirm_url: Chromium applies form-action to it too.
+        formAction: form.confirmUrl ? [new URL(form.confirmUrl).origin] : [],
         body: (
           <>
             <Heading>Confirm your subscription</Heading>

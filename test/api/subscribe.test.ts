@@ -316,6 +316,7 @@ describe('the confirmation link', () => {
       expect(page.status).toBe(200);
       expect(page.text).toContain('Confirm</button>');
       expect(page.text).toContain(`action="${link}"`);
+      expect(page.headers['content-security-policy']).toMatch(/form-action 'self' http:\/\/site\.test(;|$)/);
     }
     await request(app).head(link);
     expect((await pendingOf('fay@example.com'))!.confirmed_at).toBeNull();
