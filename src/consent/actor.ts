@@ -22,8 +22,3 @@ export function requestActor(req: Request): { source: ActorSource; actor: string
   const m = /^\d+\.([A-Za-z0-9_-]{43})$/.exec(cookie.parse(req.headers.cookie ?? '')[SESSION_COOKIE] ?? '');
   return { source: 'dashboard', actor: m ? `session:${createHash('sha256').update(m[1]).digest('hex').slice(0, 16)}` : null };
 }
-
-/** The client address and user agent a request came with (express's `req.ip` honours TRUST_PROXY). */
-export function requestClient(req: Request): { clientIp: string | null; userAgent: string | null } {
-  return { clientIp: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
-}
