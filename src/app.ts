@@ -20,6 +20,8 @@ export function createApp(deps: Deps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('json replacer', undefined);
+  // TRUST_PROXY: who may name the client in X-Forwarded-For (req.ip); off by default.
+  if (deps.config.trustProxy !== '' && deps.config.trustProxy !== 0) app.set('trust proxy', deps.config.trustProxy);
 
   // Health probes every few seconds would drown the log.
   app.use(requestLog(deps.logger, (req) => req.url === '/healthz'));

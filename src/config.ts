@@ -58,6 +58,23 @@ function urlProblem(v: string, protocols: string[]): string | undefined {
   return undefined;
 }
 
+/** TRUST_PROXY: '' (off), a hop count, or a list of proxy addresses/ranges as Express's `trust proxy` reads them. */
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const trustProxy = z
+  .string()
+  .trim()
+  .superRefine((v, ctx) => {
+    if (v === '' || /^\d{1,2}$/.test(v)) return;
+    for (const entry of list(v)) {
+      const [address, bits, extra] = entry.split('/');
+      const family = isIP(address);
+      const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+      if (PROXY_NAMES.has(entry.toLowerCase()) || (family && okBits && extra === undefined)) continue;
+      ctx.addIssue({ code: 'custom', message: `has "${entry.slice(0, 60)}", which is not a hop count, an IP address, a CIDR range, loopback, linklocal or uniquelocal` });
+    }
+  })
+  .transform((v): string | number => (/^\d{1,2}$/.test(v) ? Number(v) : list(v).map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e)).join(',')));
+
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 const list = (v: string | undefined) =>
@@ -194,6 +211,13 @@ const settings = {
   notificationConcurrency: setting('NOTIFICATION_CONCURRENCY', intIn(1, 100).default(5)),
   /** Submissions to the public subscribe endpoint per client address per hour (429 past it; 0: no limit). */
   subscribeLimitPerHour: setting('SUBSCRIBE_LIMIT_PER_HOUR', intIn(0, 1_000_000).default(20)),
+  /**
+   * Which proxies in front of Herald may say who the client is (X-Forwarded-For): empty, nobody (the
+   * connection's peer is the client); a number of hops; or a comma list of addresses, CIDR ranges and
+   * `loopback`, `linklocal`, `uniquelocal` (Express's `trust proxy`). Used for the client address of
+   * the sign-in and subscribe limits and of consent records.
+   */
+  trustProxy: setting('TRUST_PROXY', trustProxy.default('')),
   /** How long a double opt-in confirmation link works, in hours. */
   optinTokenTtlHours: setting('OPTIN_TOKEN_TTL_HOURS', intIn(1, 8760).default(168)),
   /** Pending (unconfirmed) subscriptions older than this many days are deleted by the worker. */

@@ -50,6 +50,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BOUNCE_DOMAIN: 'bad domain' })).toThrow(/BOUNCE_DOMAIN=/);
   });
 
+  it('reads TRUST_PROXY as off, a hop count or a list of proxies, and refuses anything else', () => {
+    expect(loadConfig({}).trustProxy).toBe('');
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: 'Loopback, 10.0.0.0/8 ,fd00::/8,192.0.2.7' }).trustProxy).toBe('loopback,10.0.0.0/8,fd00::/8,192.0.2.7');
+    for (const bad of ['yes', '10.0.0.0/33', '10.0.0.1/8/2', 'proxy.example.com', '-1']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY/);
+    }
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', PORT: '' }).port).toBe(3000);
   });
