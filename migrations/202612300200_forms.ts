@@ -14,8 +14,9 @@ import { owner, softDelete, timestamps } from '../src/db/schema-helpers';
  * Soft delete, like designs: a deleted form's statistics and the consent records that name it
  * keep their meaning; its public id answers not found.
  *
- * `form_stats_daily`: submissions and confirmations per form and UTC day, one upserted row
- * (src/forms/stats.ts).
+ * `form_stats_daily`: submissions and confirmations per form and UTC day, upserted into one of
+ * STAT_SLOTS rows (`slot`, chosen at random per upsert) and summed when read (src/forms/stats.ts):
+ * concurrent submissions to one form do not all wait on one row's lock until their commits.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('forms', (t) => {
@@ -46,9 +47,10 @@ export async function up(knex: Knex): Promise<void> {
     owner(t);
     t.integer('form_id').notNullable();
     t.date('day').notNullable();
+    t.smallint('slot').notNullable().defaultTo(0);
     t.integer('submissions').notNullable().defaultTo(0);
     t.integer('confirmations').notNullable().defaultTo(0);
-    t.primary(['user_id', 'form_id', 'day']);
+    t.primary(['user_id', 'form_id', 'day', 'slot']);
     t.foreign(['user_id', 'form_id']).references(['user_id', 'id']).inTable('forms').onDelete('CASCADE');
   });
   await distributeNewTable(knex, 'form_stats_daily');

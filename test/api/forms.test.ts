@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { DEFAULT_CONFIRMATION_SUBJECT, loadPublicForm } from '../../src/forms/forms';
 import { readFormPublicId } from '../../src/forms/public-id';
-import { countFormConfirmation, countFormSubmission } from '../../src/forms/stats';
+import { countFormConfirmation, countFormSubmission, STAT_SLOTS, statsByDay } from '../../src/forms/stats';
 import { secret } from '../../src/db/secrets';
 import { NOT_FOUND_1 } from '../../src/http/envelope';
 import { formListRecord, formRecord, formSavedResponse, formStatsResponse, REDIRECT_INVALID, REDIRECT_SCHEME } from '../../src/resources/forms/forms.schemas';
@@ -376,7 +376,7 @@ describe('DELETE /forms/delete', () => {
     expectSuccess(await api(app, a).delete(`/forms/delete?id=${saved.id}`), 'Deleted Successfully');
     expect(await db('forms').where({ user_id: a.id, id: saved.id }).whereNotNull('deleted_at').first('id')).toBeTruthy();
     expect(await db('pending_subscriptions').where({ user_id: a.id, form_id: saved.id }).pluck('email')).toEqual(['done@example.com']);
-    expect(await db('form_stats_daily').where({ user_id: a.id, form_id: saved.id }).first('submissions')).toEqual({ submissions: 1 });
+    expect(await db('form_stats_daily').where({ user_id: a.id, form_id: saved.id }).sum('submissions as submissions').first()).toEqual({ submissions: 1 });
     expect(await loadPublicForm(db, { userId: a.id, formId: saved.id })).toBeUndefined();
     expectNF1(await api(app, a).delete(`/forms/delete?id=${saved.id}`));
     expectNF1(await api(app, a).get(`/forms/stats?id=${saved.id}`));
@@ -480,8 +480,11 @@ describe('src/forms (what the public endpoint reads)', () => {
       await countFormSubmission(trx, a.id, id);
       await countFormConfirmation(trx, a.id, id);
     });
-    const rows = await db('form_stats_daily').where({ user_id: a.id, form_id: id }).select('day', 'submissions', 'confirmations');
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ submissions: 2, confirmations: 1 });
+    const rows = await db('form_stats_daily').where({ user_id: a.id, form_id: id }).select('day', 'slot', 'submissions', 'confirmations');
+    expect(new Set(rows.map((r) => String(r.day)))).toHaveProperty('size', 1);
+    expect(rows.every((r) => r.slot >= 0 && r.slot < STAT_SLOTS)).toBe(true);
+    expect(await statsByDay(db, a.id, id, '2000-01-01')).toEqual([
+      { day: new Date().toISOString().slice(0, 10), submissions: 2, confirmations: 1 },
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import { DEFAULT_CONFIRMATION_SUBJECT, FORM_RESERVED_FIELDS, loadPublicForm, typ
 import { pendingByDay } from '../../forms/pending';
 import { formPublicId } from '../../forms/public-id';
 import { formUsage } from '../../forms/snippet';
+import { statsByDay } from '../../forms/stats';
 import { invalid, notFound1, type FieldErrors } from '../../http/errors';
 import { listRows, type Paging } from '../../http/pagination';
 import { SenderVerification } from '../../states';
@@ -208,7 +209,7 @@ const DAY_MS = 86_400_000;
 const rate = (confirmations: number, submissions: number) => (submissions ? Math.round((confirmations / submissions) * 10_000) / 10_000 : null);
 
 /**
- * Submissions and confirmations by UTC day (form_stats_daily), and the day's submissions still
+ * Submissions and confirmations by UTC day (form_stats_daily, its slots summed: statsByDay), and the day's submissions still
  * pending (pending_subscriptions), for the last `days` days ending today, every day listed
  * (zeros included), oldest first.
  */
@@ -218,12 +219,7 @@ export async function formStats(ctx: Ctx, id: number, days = 30): Promise<FormSt
   const since = new Date(today - (days - 1) * DAY_MS);
   const until = new Date(today + DAY_MS);
   const [counted, pending] = await Promise.all([
-    ctx.db('form_stats_daily')
-      .where({ user_id: ctx.userId, form_id: id })
-      .where('day', '>=', since.toISOString().slice(0, 10))
-      .select(ctx.db.raw(`to_char(day, 'YYYY-MM-DD') AS day`), 'submissions', 'confirmations') as Promise<
-      Array<{ day: string; submissions: number; confirmations: number }>
-    >,
+    statsByDay(ctx.db, ctx.userId, id, since.toISOString().slice(0, 10)),
     pendingByDay(ctx.db, ctx.userId, id, since, until),
   ]);
   const byDay = new Map(counted.map((r) => [r.day, r]));
