@@ -5,6 +5,7 @@ import { FORM_RESERVED_FIELDS, type PublicForm } from '../forms/forms';
 import { queueConfirmationMail } from '../forms/optin-mail';
 import { confirmPending, recordPending, type PendingFields, type PendingRow } from '../forms/pending';
 import { countFormConfirmation, countFormSubmission } from '../forms/stats';
+import { countClientSubmission } from '../forms/subscribe-guards';
 import { EMAIL_PATTERN } from '../http/fields';
 import type { FieldErrors } from '../http/errors';
 import { bumpContactsVersion } from '../resources/contacts/contacts-version';
@@ -126,15 +127,28 @@ export async function writeContacts(trx: Knex, userId: number, email: string, fi
 
 export type SubmitOutcome = 'pending' | 'unchanged' | 'added';
 
+/** The per-client-address limit a submission counts against (SUBSCRIBE_LIMIT_PER_HOUR; 0: none). */
+export interface ClientLimit {
+  address: string;
+  perHour: number;
+}
+
 /**
  * A checked submission to a form. Double opt-in: unless the address is suppressed (never mailed)
  * or already a contact of every chosen list (nothing to change), it becomes a pending
  * subscription and — at most once per RESEND_MINUTES — one confirmation mail is queued. The
  * answer the person sees is the same in every case (the caller's). Single opt-in: the contacts
  * are made at once, with their consent records (no confirmation). Counted as a submission.
+ *
+ * `limit`: the client address is counted first, in the same transaction (one commit per
+ * submission); past the limit the answer is `{ retryAfter }` and only the count is written.
  */
-export async function submit(db: Knex, form: PublicForm, s: Submission, client: Client): Promise<SubmitOutcome> {
+export async function submit(db: Knex, form: PublicForm, s: Submission, client: Client, limit?: ClientLimit): Promise<SubmitOutcome | { retryAfter: number }> {
   return db.transaction(async (trx) => {
+    if (limit) {
+      const counted = await countClientSubmission(trx, limit.address, limit.perHour);
+      if (!counted.ok) return { retryAfter: counted.retryAfter };
+    }
     const [suppressed, present] = await Promise.all([
       isSuppressed(trx, form.userId, s.email),
       listsWithContact(trx, form.userId, s.email, s.contactTypeIds),
