@@ -53,17 +53,18 @@ const cut = (v: string | null, n: number) => (v === null ? null : v.slice(0, n))
  */
 export async function recordPending(trx: Knex, p: PendingInput): Promise<{ id: number; generation: number; mail: boolean }> {
   const { rows } = await trx.raw(
-    `INSERT INTO pending_subscriptions AS p (user_id, form_id, email, fields, contact_type_ids, consent_text, ip, user_agent)
-     VALUES (?, ?, ?, ?::jsonb, ?::int[], ?, ?, ?)
+    // created_at is a value, not now(): Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+    `INSERT INTO pending_subscriptions AS p (user_id, form_id, email, fields, contact_type_ids, consent_text, ip, user_agent, created_at)
+     VALUES (?, ?, ?, ?::jsonb, ?::int[], ?, ?, ?, ?)
      ON CONFLICT (user_id, form_id, lower(email)) DO UPDATE SET
        email = excluded.email, fields = excluded.fields, contact_type_ids = excluded.contact_type_ids,
        consent_text = excluded.consent_text, ip = excluded.ip, user_agent = excluded.user_agent,
        generation = CASE WHEN p.confirmed_at IS NULL THEN p.generation ELSE p.generation + 1 END,
-       created_at = CASE WHEN p.confirmed_at IS NULL THEN p.created_at ELSE now() END,
+       created_at = CASE WHEN p.confirmed_at IS NULL THEN p.created_at ELSE excluded.created_at END,
        last_mailed_at = CASE WHEN p.confirmed_at IS NULL THEN p.last_mailed_at END,
        confirmed_at = NULL, confirm_ip = NULL, confirm_user_agent = NULL
      RETURNING p.id, p.generation`,
-    [p.userId, p.formId, p.email, JSON.stringify(p.fields), p.contactTypeIds, p.consentText, cut(p.ip, 64), cut(p.userAgent, 512)],
+    [p.userId, p.formId, p.email, JSON.stringify(p.fields), p.contactTypeIds, p.consentText, cut(p.ip, 64), cut(p.userAgent, 512), new Date()],
   );
   const { id, generation } = rows[0] as { id: string | number; generation: number };
   const mail = await takeMailTurn(trx, p.userId, Number(id));
