@@ -336,13 +336,21 @@ export function mountSubscribe(app: Express, deps: Deps): void {
       const form = await formOf(db, String(req.params.id));
       if (!form) return formNotFound(req, res);
       const who = client(req);
-      const limit = await countClientSubmission(db, who.ip ?? 'unknown', config.subscribeLimitPerHour);
-      if (!limit.ok) return tooMany(req, res, limit.retryAfter);
+      const address = who.ip ?? 'unknown';
       const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
-      // A filled honeypot: a bot. Accepted, answered like anyone, and dropped.
       const honeypot = body[HONEYPOT];
-      if (honeypot !== undefined && honeypot !== '') return accepted(req, res, form);
       const read = readSubmission(form, body);
+      // A valid submission without proof of work: its address is counted in submit's transaction
+      // (one commit). Every other request is counted first, on its own, as before.
+      if (read.ok && (honeypot === undefined || honeypot === '') && form.captcha !== 'proof_of_work') {
+        const done = await submit(db, form, read.submission, who, { address, perHour: config.subscribeLimitPerHour });
+        if (typeof done === 'object') return tooMany(req, res, done.retryAfter);
+        return accepted(req, res, form);
+      }
+      const limit = await countClientSubmission(db, address, config.subscribeLimitPerHour);
+      if (!limit.ok) return tooMany(req, res, limit.retryAfter);
+      // A filled honeypot: a bot. Accepted, answered like anyone, and dropped.
+      if (honeypot !== undefined && honeypot !== '') return accepted(req, res, form);
       const errors: FieldErrors = read.ok ? {} : read.errors;
       if (form.captcha === 'proof_of_work') {
         if (body.altcha === undefined || body.altcha === '') errors.altcha = ['The altcha field is required.'];
