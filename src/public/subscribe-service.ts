@@ -110,11 +110,13 @@ export async function writeContacts(trx: Knex, userId: number, email: string, fi
   const columnNames: readonly string[] = FORM_RESERVED_FIELDS;
   const reserved = Object.fromEntries(Object.entries(fields.reserved).filter(([k]) => k !== 'email' && columnNames.includes(k)));
   const onConflict = update
-    ? `DO UPDATE SET ${[...Object.keys(reserved).map((c) => `"${c}" = excluded."${c}"`), `custom_fields = contacts.custom_fields || excluded.custom_fields`, 'updated_at = now()'].join(', ')}`
+    ? `DO UPDATE SET ${[...Object.keys(reserved).map((c) => `"${c}" = excluded."${c}"`), `custom_fields = contacts.custom_fields || excluded.custom_fields`, 'updated_at = excluded.updated_at'].join(', ')}`
     : 'DO NOTHING';
-  const columns = ['user_id', 'contact_type_id', 'email', ...Object.keys(reserved), 'custom_fields'];
+  // updated_at is a value, not now(): Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+  const columns = ['user_id', 'contact_type_id', 'email', ...Object.keys(reserved), 'custom_fields', 'updated_at'];
+  const now = new Date();
   for (const typeId of live) {
-    const values = [userId, typeId, email, ...Object.values(reserved), JSON.stringify(fields.custom)];
+    const values = [userId, typeId, email, ...Object.values(reserved), JSON.stringify(fields.custom), now];
     await trx.raw(
       `INSERT INTO contacts (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
        ON CONFLICT (contact_type_id, lower(email), user_id) WHERE deleted_at IS NULL ${onConflict}`,
