@@ -23,7 +23,7 @@
  * accepted submission has exactly one pending subscription and exactly one `optin_confirmation`
  * job, and the form's stats count every submission.
  *
- *   npx tsx bench/subscribe.ts [--runs 3] [--duration 10] [--connections 32] [--no-worker] [--no-build] [--no-wait] [--keep]
+ *   npx tsx bench/subscribe.ts [--runs 3] [--duration 10] [--connections 32] [--no-worker] [--no-build] [--no-wait] [--keep] [--cpu-prof <dir>]
  *
  * --no-worker: WORKER=0, the confirmations stay queued (the endpoint's own cost, without the
  * mailing in the same process; not how `npm start` runs).
@@ -226,6 +226,8 @@ async function main(): Promise<number> {
         ...(opts.has('no-worker') ? { WORKER: '0' } : {}),
       },
       logFile: path.join(tmp, 'herald.log'),
+      // --cpu-prof <dir>: Herald's V8 CPU profile, written there when it exits (NODE_OPTIONS refuses --cpu-prof).
+      ...(opts.has('cpu-prof') ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(opts.get('cpu-prof')))}`] } : {}),
     });
     const form = await makeForm(baseUrl, f, list.rows[0].id);
     log(`form ${form.id} (${form.publicId}); ${CONNECTIONS} connections from 127.0.0.2–127.0.0.${1 + CONNECTIONS}; load average ${loadavg().join(' ')}`);
