@@ -113,21 +113,6 @@ interface FieldRow {
   is_reserved: number;
 }
 
-/**
- * The fields named by ids, reserved and the account's custom ones (one account's rows: the
- * custom fields filtered by user_id, the reserved ones a reference table).
- */
-export async function fieldsByIds(db: Knex, userId: number, ids: number[]): Promise<Map<number, FieldRow>> {
-  if (ids.length === 0) return new Map();
-  const r = await db.raw(
-    `SELECT id, field_name, field_type, 1 AS is_reserved FROM reserved_fields WHERE id = ANY(?::int[])
-     UNION ALL
-     SELECT id, field_name, field_type, 0 AS is_reserved FROM custom_fields WHERE user_id = ? AND id = ANY(?::int[])`,
-    [ids, userId, ids],
-  );
-  return new Map((r.rows as FieldRow[]).map((f) => [f.id, { ...f, is_reserved: Number(f.is_reserved) }]));
-}
-
 /** The stored fields as shown: a field deleted since is left out; email always shows, required. */
 export function showFields(stored: StoredFormField[], found: Map<number, FieldRow>): PublicFormField[] {
   const out: PublicFormField[] = [];
@@ -146,18 +131,6 @@ export function showFields(stored: StoredFormField[], found: Map<number, FieldRo
     });
   }
   return out;
-}
-
-/** The live lists among ids, in the order of ids. */
-export async function listsByIds(db: Knex, userId: number, ids: number[]): Promise<Array<{ id: number; name: string }>> {
-  if (ids.length === 0) return [];
-  const rows = (await db('contact_types')
-    .where('user_id', userId)
-    .whereIn('id', ids)
-    .whereNull('deleted_at')
-    .select('id', 'name')) as Array<{ id: number; name: string }>;
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
 }
 
 /**

@@ -37,7 +37,7 @@ function envelope(key: 'message' | 'errors', status: 'success' | 'failed', schem
 
 type Content = Record<string, { schema: z.ZodType }>;
 interface PublicOperation {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'options';
   path: string;
   tag: string;
   summary: string;
@@ -131,6 +131,101 @@ const PUBLIC_OPERATIONS: PublicOperation[] = [
       },
     },
     responses: { 200: html('Unsubscribed, or the preferences saved'), 404: NOT_RECOGNISED },
+  },
+  {
+    method: 'get',
+    path: '/subscribe/{id}',
+    tag: 'Signup forms',
+    summary: 'The hosted signup form',
+    description: 'The form `GET /forms/details` names by its `public_id`: its fields, the lists to choose when there are several, the consent checkbox and, with `captcha=proof_of_work`, the proof-of-work widget (served from this origin).',
+    params: ['id'],
+    responses: { 200: html('The form'), 404: html('No such form (deleted, or an id this installation did not sign); `Record Not Found` in the envelope with `Accept: application/json`') },
+  },
+  {
+    method: 'post',
+    path: '/subscribe/{id}',
+    tag: 'Signup forms',
+    summary: 'Subscribe (the hosted form, a pasted snippet, or JSON)',
+    description:
+      'Form fields as the snippet posts them, or JSON; `Accept: application/json` answers the envelope (any origin may call it: CORS without credentials). ' +
+      'Double opt-in: a pending subscription and one confirmation mail (never a contact until confirmed); single opt-in: the contact at once. ' +
+      'The answer is the same whether the address is new, pending, subscribed or suppressed. A filled honeypot (`website`) is answered alike and dropped. ' +
+      'Each client address may submit `SUBSCRIBE_LIMIT_PER_HOUR` times per clock hour.',
+    params: ['id'],
+    body: {
+      description: 'The form’s fields: `email`, reserved field names, `custom_field[<name>]`, `contact_type_ids[]` (when the form has several lists), `consent=1`, `altcha` (proof of work), `website` (honeypot, empty)',
+      content: {
+        'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.unknown()) },
+        'application/json': { schema: z.record(z.string(), z.unknown()) },
+      },
+    },
+    responses: {
+      200: { description: 'Accepted: the “check your inbox” page, or the envelope', content: { 'text/html': { schema: z.string() }, 'application/json': { schema: envelope('message', 'success', z.string()) } } },
+      303: { description: 'Accepted, to the form’s `success_url`', headers: { Location: { description: 'success_url', schema: { type: 'string' } } } },
+      400: failedJson('The JSON body could not be read'),
+      404: html('No such form'),
+      422: { description: 'The page again with each message beside its field, or the envelope with messages keyed by field', content: { 'text/html': { schema: z.string() }, 'application/json': { schema: envelope('errors', 'failed', z.record(z.string(), z.array(z.string()))) } } },
+      429: { description: 'Past SUBSCRIBE_LIMIT_PER_HOUR for this client address (`Retry-After`)', content: { 'text/html': { schema: z.string() }, 'application/json': { schema: envelope('errors', 'failed', z.literal('Too Many Requests')) } } },
+    },
+  },
+  {
+    method: 'options',
+    path: '/subscribe/{id}',
+    tag: 'Signup forms',
+    summary: 'CORS preflight of the JSON endpoint',
+    description: 'Any origin, `POST` with `Content-Type` and `Accept`; never credentials.',
+    params: ['id'],
+    responses: { 204: { description: 'The CORS headers' } },
+  },
+  {
+    method: 'get',
+    path: '/subscribe/{id}/challenge',
+    tag: 'Signup forms',
+    summary: 'A proof-of-work challenge (ALTCHA)',
+    description: 'For a form with `captcha=proof_of_work`: a signed challenge valid 10 minutes, as the widget fetches it; its solution is accepted once.',
+    params: ['id'],
+    responses: { 200: json('The challenge', z.record(z.string(), z.unknown())), 404: failedJson('No such form, or it has no proof of work') },
+  },
+  {
+    method: 'options',
+    path: '/subscribe/{id}/challenge',
+    tag: 'Signup forms',
+    summary: 'CORS preflight of the challenge',
+    description: 'Any origin; never credentials.',
+    params: ['id'],
+    responses: { 204: { description: 'The CORS headers' } },
+  },
+  {
+    method: 'get',
+    path: '/subscribe/confirm/{token}',
+    tag: 'Signup forms',
+    summary: 'The confirmation page of a double opt-in link',
+    description: 'Shows a Confirm button that posts to the same path. Opening it confirms nothing, so a mail scanner that fetches every link subscribes no one.',
+    params: ['token'],
+    responses: { 200: html('The Confirm button'), 404: NOT_RECOGNISED, 410: html('The link expired (with a button for a new mail) or was used already') },
+  },
+  {
+    method: 'post',
+    path: '/subscribe/confirm/{token}',
+    tag: 'Signup forms',
+    summary: 'Confirm a subscription (once)',
+    description: 'Adds the contact to the form’s lists with its consent record, starts the lists’ welcome automations and records `contact.confirmed`.',
+    params: ['token'],
+    responses: {
+      200: html('Confirmed'),
+      303: { description: 'Confirmed, to the form’s `confirm_url`', headers: { Location: { description: 'confirm_url', schema: { type: 'string' } } } },
+      404: NOT_RECOGNISED,
+      410: html('The link expired or was used already'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/subscribe/resend/{token}',
+    tag: 'Signup forms',
+    summary: 'A new confirmation mail for an expired link',
+    description: 'Queued when the subscription still waits and was not mailed in the last 10 minutes; the page is the same either way. Counts toward SUBSCRIBE_LIMIT_PER_HOUR.',
+    params: ['token'],
+    responses: { 200: html('“Check your inbox”'), 404: NOT_RECOGNISED, 429: html('Past SUBSCRIBE_LIMIT_PER_HOUR for this client address') },
   },
   {
     method: 'post',

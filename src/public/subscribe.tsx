@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
@@ -81,9 +80,8 @@ function formNotFound(req: Request, res: Response): void {
 }
 
 /** The widget's files: a module of ours that loads the widget and gives it its worker, both from this origin. */
-const load = createRequire(__filename);
 // The package exports its style sheet's path; the widget and the worker are beside it, in dist/.
-const ALTCHA_DIR = load.resolve('altcha/altcha.css').replace(/external[\\/]altcha\.css$/, '');
+const ALTCHA_DIR = require.resolve('altcha/altcha.css').replace(/external[\\/]altcha\.css$/, '');
 const ALTCHA_LOADER = `import './altcha-widget.js';
 const worker = new URL('./altcha-sha.js', import.meta.url);
 // A page of another origin cannot start a worker from this one: it gets the same code as a blob.
@@ -229,13 +227,17 @@ export function mountSubscribe(app: Express, deps: Deps): void {
   const { db, config } = deps;
   const parse = [express.urlencoded({ extended: true, limit: '32kb', parameterLimit: 200 }), express.json({ limit: '32kb' })];
 
+  // Static files beside the dashboard's own (/app/assets), not API operations: a router of their
+  // own, as the dashboard's assets are, so the OpenAPI document does not list them.
+  const assets = express.Router();
   for (const [name, asset] of Object.entries(ASSETS)) {
     const body = asset.text ?? fs.readFileSync(asset.file!);
-    app.get(`/app/assets/${name}`, (_req, res) => {
+    assets.get(`/${name}`, (_req, res) => {
       res.set({ 'Content-Type': `${asset.type}; charset=utf-8`, 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=3600', 'Access-Control-Allow-Origin': '*' });
       res.send(body);
     });
   }
+  app.use('/app/assets', assets);
 
   app.options(['/subscribe/:id', '/subscribe/:id/challenge'], (_req, res) => {
     res.status(204).set(CORS).end();

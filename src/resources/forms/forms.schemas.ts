@@ -35,7 +35,6 @@ const formField = z.object({
   required: flag().optional().meta({ description: '1 = the person must fill it in; default 0 (email is always required)' }),
   label: optionalText(255).meta({ description: 'shown beside the input; default: the field’s name in words' }),
 });
-export type FormFieldInput = z.infer<typeof formField>;
 
 const fields = {
   name: text(255),
@@ -54,20 +53,6 @@ const fields = {
 
 export const saveFormBody = z.object(fields);
 export type SaveFormInput = z.infer<typeof saveFormBody>;
-
-export const updateFormBody = z.object({
-  name: fields.name.optional(),
-  contact_type_ids: fields.contact_type_ids.optional(),
-  fields: fields.fields.optional(),
-  double_opt_in: fields.double_opt_in,
-  consent_text: fields.consent_text.optional(),
-  success_url: fields.success_url,
-  confirm_url: fields.confirm_url,
-  confirmation_subject: fields.confirmation_subject,
-  confirmation_sender_id: fields.confirmation_sender_id,
-  captcha: fields.captcha,
-});
-export type UpdateFormInput = z.infer<typeof updateFormBody>;
 
 export const statsQuery = z.object({
   days: integer(1, 366).optional().meta({ description: 'how many UTC days, ending today (default 30)' }),
