@@ -38,6 +38,11 @@ export const GLOBAL_TABLES = [
   // challenges (src/forms/subscribe-guards.ts): a submission's client address names no account.
   'subscribe_limits',
   'pow_spent',
+  // Delivery routes (src/routes/): a relay's health, quotas and blocks are the installation's,
+  // shared by every account that sends through it.
+  'route_state',
+  'route_usage',
+  'route_blocks',
 ];
 
 export const DISTRIBUTION_COLUMN = 'user_id';

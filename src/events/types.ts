@@ -23,6 +23,7 @@ export const ACCOUNT_EVENT_TYPES = [
   'contact.confirmed',
   'contact.data_requested',
   'contact.erased',
+  'route.blocked',
 ] as const;
 export const EVENT_TYPES = [...MESSAGE_EVENT_TYPES, ...ACCOUNT_EVENT_TYPES] as const;
 
