@@ -26,8 +26,8 @@ export interface Accepted {
 
 /** The answer to one RCPT TO: accept, or an SMTP error with this code. A promise holds the answer until it settles. */
 export type Verdict = 'accept' | { code: number; message: string };
-/** What the sink does once the message's body is in: answer 250, or never answer. A promise holds the answer. */
-export type DataVerdict = 'accept' | 'hang';
+/** What the sink does once the message's body is in: answer 250, an SMTP error with this code, or never answer. A promise holds the answer. */
+export type DataVerdict = 'accept' | 'hang' | { code: number; message: string };
 
 export interface SmtpSinkOptions {
   /** Listen on this port (e.g. one a worker was already failing to reach). Default: any. */
@@ -120,6 +120,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
             for (const t of to) bump(hung, t);
             return;
           }
+          if (verdict !== 'accept') return callback(Object.assign(new Error(verdict.message), { responseCode: verdict.code }));
           // A sender gone while its message was held never saw a 250: not accepted.
           if (closed.has(session.id)) return;
           const at = Date.now();
