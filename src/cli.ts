@@ -59,6 +59,7 @@ function positiveInt(value: string): number {
 async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise<RunningWorker>): Promise<void> {
   const cfg = config();
   const logger = createLogger(cfg.logLevel);
+  for (const warning of cfg.warnings) logger.warn(warning);
   let running: RunningWorker;
   try {
     running = await start(cfg, logger);
@@ -94,17 +95,20 @@ async function runUntilSignalled(start: (cfg: Config, logger: Logger) => Promise
 /**
  * `herald config check`: the configuration read by the same loadConfig as `serve` (so the same
  * rules and the same messages, secrets never shown), and nothing else: no database, no mail, no
- * file written. "configuration OK" and exit 0, or serve's errors and exit 1.
+ * file written. "configuration OK" and exit 0 (warnings, such as SMTP_URL ignored beside SMTP_ROUTES, on
+ * stderr), or serve's errors and exit 1.
  */
 function checkConfig(): void {
+  let cfg: Config;
   try {
-    loadConfig();
+    cfg = loadConfig();
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
     process.exitCode = 1;
     return;
   }
+  for (const warning of cfg.warnings) process.stderr.write(`warning: ${warning}\n`);
   process.stdout.write('configuration OK\n');
 }
 

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseServers } from './dns';
+import { parseRoutesDocument, readRoutesFile, resolveRoutes, type RoutesParse } from './routes/config';
 
 /**
  * Configuration is environment variables only, parsed once here. Each setting is declared once
@@ -24,6 +25,15 @@ const intIn = (min: number, max: number) =>
     .refine((n) => n >= min && n <= max, { message: `must be a whole number between ${min} and ${max}` });
 
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' }).transform((v) => v === '1');
+
+/** A routes document (src/routes/config.ts): each of its problems is one line under the setting's name. */
+const routesDocument = (read: (v: string) => RoutesParse) =>
+  z.string().transform((v, ctx) => {
+    const parsed = read(v);
+    if (parsed.routes) return parsed.routes;
+    for (const message of parsed.problems) ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  });
 
 /** A URL of one of `protocols`; the message says which part is wrong without repeating the value. */
 const url = (protocols: string[]) =>
@@ -129,6 +139,22 @@ const settings = {
   embeddedDbPort: setting('EMBEDDED_DB_PORT', intIn(1, 65535).default(54329)),
   dbPoolMax: setting('DB_POOL_MAX', intIn(1, 500).default(10)),
   smtpUrl: secret('SMTP_URL', url(['smtp:', 'smtps:']).optional()),
+  /** Delivery routes (issue 36): a JSON array of relays with weights, quotas, streams, warm-up (src/routes/config.ts); config.routes. */
+  smtpRoutes: secret('SMTP_ROUTES', routesDocument(parseRoutesDocument).optional()),
+  /** A file holding the same document as SMTP_ROUTES (one or the other). */
+  smtpRoutesFile: setting('SMTP_ROUTES_FILE', routesDocument((file) => readRoutesFile(file.trim())).optional()),
+  /** Consecutive relay failures (refused, timeout, TLS, login, 421 at connect) after which a route is down. */
+  routeDownAfter: setting('ROUTE_DOWN_AFTER', intIn(1, 1000).default(5)),
+  /** How often a down route is probed (connect and EHLO). */
+  routeProbeSeconds: setting('ROUTE_PROBE_SECONDS', intIn(1, 86_400).default(30)),
+  /** How long a throttled route's rate stays halved before it climbs back. */
+  routeThrottleMinutes: setting('ROUTE_THROTTLE_MINUTES', intIn(1, 10_080).default(15)),
+  /** How long a block holds before the route is tried for that receiving provider again. */
+  routeBlockHours: setting('ROUTE_BLOCK_HOURS', intIn(1, 8760).default(24)),
+  /** Bearer token of GET /metrics; unset: /metrics is off (404). */
+  metricsToken: secret('METRICS_TOKEN', z.string().trim().min(16, { message: 'must be at least 16 characters' }).optional()),
+  /** A standalone `herald worker` serves /metrics on this port too (with METRICS_TOKEN). */
+  metricsPort: setting('METRICS_PORT', intIn(1, 65535).optional()),
   /**
    * Unset: http://localhost:PORT (see derive). Every link in Herald's mail and the API document
    * start with it, so it may carry no user name or password.
@@ -332,10 +358,15 @@ type Parsed = z.output<typeof schema>;
 
 /** The values that depend on other settings or on the environment beyond Herald's variables. */
 function derive(s: Parsed, env: NodeJS.ProcessEnv) {
-  const { postmarkWebhookUser, postmarkWebhookPassword, ...rest } = s;
+  const { postmarkWebhookUser, postmarkWebhookPassword, smtpRoutes, smtpRoutesFile, ...rest } = s;
   const host = publicHost(s.publicUrl ?? 'http://localhost');
+  const { routes, warnings } = resolveRoutes({ smtpUrl: s.smtpUrl, smtpRoutes, smtpRoutesFile, smtpPoolSize: s.smtpPoolSize });
   return {
     ...rest,
+    /** The delivery routes: SMTP_ROUTES(_FILE), else SMTP_URL as route `default`, else none (the outbox). */
+    routes,
+    /** Settings that are allowed but probably not meant (SMTP_URL beside SMTP_ROUTES): `serve` and `worker` log them at start. */
+    warnings,
     publicUrl: (s.publicUrl ?? `http://localhost:${s.port}`).replace(/\/+$/, ''),
     // Longer than any one SMTP conversation can take, unless set.
     sendLeaseMs: s.sendLeaseMs ?? Math.max(60_000, s.smtpTimeoutMs * 3),
@@ -413,6 +444,8 @@ function combinationProblems(s: Parsed): string[] {
     out.push("BOUNCE_DOMAIN needs INBOUND_HOSTNAME when PUBLIC_URL's host is an IP address: the bounce domain's MX record names a host");
   if (Boolean(s.inboundTlsCert) !== Boolean(s.inboundTlsKey)) out.push('INBOUND_TLS_CERT and INBOUND_TLS_KEY: set both (STARTTLS) or neither');
   if (Boolean(s.postmarkWebhookUser) !== Boolean(s.postmarkWebhookPassword)) out.push('POSTMARK_WEBHOOK_USER / POSTMARK_WEBHOOK_PASSWORD: set both or neither');
+  if (s.smtpRoutes && s.smtpRoutesFile) out.push('SMTP_ROUTES and SMTP_ROUTES_FILE: set one or the other');
+  if (s.metricsPort !== undefined && !s.metricsToken) out.push('METRICS_PORT needs METRICS_TOKEN: /metrics is off without its token');
   return out;
 }
 
