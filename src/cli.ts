@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import type { Knex } from 'knex';
 import { createAccount, rotateKeys } from './accounts/accounts.service';
@@ -12,6 +12,7 @@ import { resolveDatabase } from './db/resolve';
 import { runSeeds } from './db/seed';
 import { createLogger, REDACT_PATHS, type Logger } from './logger';
 import { VERSION } from './paths';
+import { PinningError, setAccountRoutes } from './routes/pinning';
 import { prepareDatabase, startInbound, startServer, startWorker, type RunningWorker } from './server';
 
 /** A configuration error ends the process with its message (no stack, no log line) and exit code 2. */
@@ -49,6 +50,13 @@ async function withDatabase<T>(fn: (db: Knex, logger: Logger) => Promise<T>): Pr
     await database.stop();
   }
 }
+
+/** A comma list: trimmed, empty entries dropped. */
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('must be a positive integer');
@@ -200,6 +208,27 @@ export function buildProgram(): Command {
         process.stdout.write(`${JSON.stringify(rotated)}\n`);
       }),
     );
+  account
+    .command('routes')
+    .description('pin an account to some delivery routes (--routes a,b) or let it use every route (--all); prints {"id","routes"} (null: every route)')
+    .requiredOption('--id <id>', 'account id', positiveInt)
+    .addOption(new Option('--routes <names>', 'comma-separated route names (SMTP_ROUTES)').conflicts('all'))
+    .addOption(new Option('--all', 'unpin: the account may use every route'))
+    .action((opts: { id: number; routes?: string; all?: boolean }, cmd: Command) => {
+      if (opts.routes === undefined && !opts.all) cmd.error('error: give --routes <names> or --all');
+      const names = opts.all ? null : list(opts.routes ?? '');
+      return withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        try {
+          const routes = await setAccountRoutes(db, config(), opts.id, names);
+          process.stdout.write(`${JSON.stringify({ id: opts.id, routes })}\n`);
+        } catch (err) {
+          if (!(err instanceof PinningError)) throw err;
+          process.stderr.write(`${err.message}\n`);
+          process.exitCode = 1;
+        }
+      });
+    });
   return program;
 }
 

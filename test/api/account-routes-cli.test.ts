@@ -1,0 +1,112 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { createAccount } from '../../src/accounts/accounts.service';
+import { buildProgram } from '../../src/cli';
+import { accountRoutes, PinningError, setAccountRoutes } from '../../src/routes/pinning';
+import type { RouteConfig } from '../../src/routes/types';
+import { setupApp, testDatabaseUrl } from '../helpers/app';
+import { TEST_MASTER_KEY } from '../helpers/master-key';
+
+/**
+ * Pinning an account to delivery routes (src/routes/pinning.ts) and its command,
+ * `herald account routes --id <n> --routes a,b | --all`, against the test database.
+ */
+
+const { db } = setupApp();
+
+const PASSWORD = 'Pw-s3cret-63';
+const ROUTES = [
+  { name: 'ses', url: `smtp://AKIA:${PASSWORD}@email-smtp.eu-west-1.amazonaws.com:587`, streams: ['marketing'] },
+  { name: 'own', url: `smtp://herald:${PASSWORD}@relay.example.net:25` },
+  { name: 'notices', url: `smtp://herald:${PASSWORD}@notices.example.net:25`, streams: ['system'] },
+];
+
+function throwInsteadOfExit(cmd: Command): Command {
+  cmd.exitOverride();
+  cmd.commands.forEach(throwInsteadOfExit);
+  return cmd;
+}
+
+/** `herald <args>` in-process with SMTP_ROUTES set; what it printed and its exit code. */
+async function herald(...args: string[]): Promise<{ out: string; err: string; exitCode: number }> {
+  const saved = { ...process.env };
+  process.env.DATABASE_URL = testDatabaseUrl();
+  process.env.DATA_DIR = path.join(os.tmpdir(), `herald-cli-${process.pid}`);
+  process.env.LOG_LEVEL = 'silent';
+  process.env.HERALD_MASTER_KEY = TEST_MASTER_KEY;
+  process.env.SMTP_ROUTES = JSON.stringify(ROUTES);
+  let out = '';
+  let err = '';
+  const o = jest.spyOn(process.stdout, 'write').mockImplementation((c) => ((out += String(c)), true));
+  const e = jest.spyOn(process.stderr, 'write').mockImplementation((c) => ((err += String(c)), true));
+  process.exitCode = 0;
+  try {
+    await throwInsteadOfExit(buildProgram()).parseAsync(['node', 'herald', ...args]);
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+    process.env = saved;
+  }
+  const exitCode = Number(process.exitCode ?? 0);
+  process.exitCode = 0;
+  return { out, err, exitCode };
+}
+
+const newAccount = async (name: string) => (await createAccount(db, { name, email: `${name.toLowerCase()}@pin.test` })).id;
+
+describe('herald account routes', () => {
+  it('pins an account to routes by name and unpins it with --all, printing what is stored', async () => {
+    const id = await newAccount('Pinned');
+    expect(await accountRoutes(db, id)).toBeNull();
+
+    const pinned = await herald('account', 'routes', '--id', String(id), '--routes', 'own, SES,own');
+    expect(pinned).toEqual({ out: `${JSON.stringify({ id, routes: ['own', 'ses'] })}\n`, err: '', exitCode: 0 });
+    expect(await accountRoutes(db, id)).toEqual(['own', 'ses']);
+    expect((await db('accounts').where({ id }).first('routes')).routes).toEqual(['own', 'ses']);
+
+    const unpinned = await herald('account', 'routes', '--id', String(id), '--all');
+    expect(unpinned).toEqual({ out: `${JSON.stringify({ id, routes: null })}\n`, err: '', exitCode: 0 });
+    expect(await accountRoutes(db, id)).toBeNull();
+  });
+
+  it('refuses an unknown route name, listing the configured ones, and changes nothing', async () => {
+    const id = await newAccount('Unknown');
+    await herald('account', 'routes', '--id', String(id), '--routes', 'own');
+    const { out, err, exitCode } = await herald('account', 'routes', '--id', String(id), '--routes', 'own,sendgrid,mailgun');
+    expect({ out, err, exitCode }).toEqual({ out: '', err: 'Unknown routes "sendgrid", "mailgun": the configured routes are ses, own, notices\n', exitCode: 1 });
+    expect(err).not.toContain(PASSWORD);
+    expect(await accountRoutes(db, id)).toEqual(['own']);
+  });
+
+  it('refuses routes that carry no campaign mail', async () => {
+    const id = await newAccount('SystemOnly');
+    const { err, exitCode } = await herald('account', 'routes', '--id', String(id), '--routes', 'notices');
+    expect({ err, exitCode }).toEqual({ err: 'None of notices carries campaign mail (the "marketing" stream): pin at least one of ses, own\n', exitCode: 1 });
+    expect(await accountRoutes(db, id)).toBeNull();
+  });
+
+  it('refuses an unknown account', async () => {
+    expect(await herald('account', 'routes', '--id', '999999999', '--routes', 'own')).toEqual({ out: '', err: 'No account with id 999999999\n', exitCode: 1 });
+    expect(await herald('account', 'routes', '--id', '999999999', '--all')).toEqual({ out: '', err: 'No account with id 999999999\n', exitCode: 1 });
+  });
+
+  it('needs --id and one of --routes and --all', async () => {
+    await expect(herald('account', 'routes', '--routes', 'own')).rejects.toThrow(/--id/);
+    await expect(herald('account', 'routes', '--id', '1')).rejects.toThrow(/give --routes <names> or --all/);
+    await expect(herald('account', 'routes', '--id', '1', '--routes', 'own', '--all')).rejects.toThrow(/cannot be used with/);
+    await expect(herald('account', 'routes', '--id', 'x', '--all')).rejects.toThrow(/positive integer/);
+  });
+});
+
+describe('setAccountRoutes', () => {
+  const config = { routes: [{ name: 'a', url: 'smtp://a.test', weight: 1, poolSize: 1, streams: ['marketing', 'system'] }] as RouteConfig[] };
+
+  it('refuses an empty list, and any pinning when no route is configured', async () => {
+    const id = await newAccount('Empty');
+    await expect(setAccountRoutes(db, config, id, [])).rejects.toThrow(new PinningError('Name at least one route (or use --all to let the account use every route)'));
+    await expect(setAccountRoutes(db, { routes: [] }, id, ['a'])).rejects.toThrow(/No delivery routes are configured/);
+    expect(await setAccountRoutes(db, { routes: [] }, id, null)).toBeNull();
+    expect(await setAccountRoutes(db, config, id, ['A'])).toEqual(['a']);
+  });
+});
