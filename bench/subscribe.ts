@@ -108,11 +108,25 @@ function submit(url: URL, agent: http.Agent, email: string, json: boolean): Prom
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
 
+/**
+ * Herald's PostgreSQL sessions (its pool's backends: every session on the benchmark's database
+ * but this script's own) with their CPU so far, and the database's committed transactions: the
+ * server's side of a submission, read from /proc beside Herald's own CPU (the server runs here).
+ */
+async function serverSide(c: Client): Promise<{ cpu: Map<number, number>; commits: number }> {
+  const { rows } = await c.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+  const stat = await c.query<{ n: string }>(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`);
+  return { cpu: new Map(rows.map((r) => [r.pid, cpuMs(r.pid)])), commits: Number(stat.rows[0].n) };
+}
+
 /** `seconds` of load: every connection from its own loopback address, one submission after another. */
-async function load(h: LoggedHerald, publicId: string, tag: string, seconds: number) {
+async function load(c: Client, h: LoggedHerald, publicId: string, tag: string, seconds: number) {
   const url = new URL(`${h.baseUrl}/subscribe/${publicId}`);
   const answers: Answer[] = [];
   let n = 0;
+  // pg_stat_database is a snapshot per transaction, and lags by up to PGSTAT's flush interval: cleared and waited for.
+  await c.query('SELECT pg_stat_clear_snapshot()');
+  const pg0 = await serverSide(c);
   const cpu0 = cpuMs(h.pid);
   const t0 = Date.now();
   const end = t0 + seconds * 1000;
@@ -131,6 +145,15 @@ async function load(h: LoggedHerald, publicId: string, tag: string, seconds: num
   );
   const elapsed = (Date.now() - t0) / 1000;
   const cpu = cpuMs(h.pid) - cpu0;
+  await sleep(1100);
+  await c.query('SELECT pg_stat_clear_snapshot()');
+  const pg1 = await serverSide(c);
+  // Backends that lived through the run (knex keeps its pool's connections open).
+  let pgCpu = 0;
+  for (const [pid, before] of pg0.cpu) {
+    const after = pg1.cpu.get(pid);
+    if (after !== undefined && Number.isFinite(after - before)) pgCpu += after - before;
+  }
   const ms = answers.map((a) => a.ms).sort((a, b) => a - b);
   const statusCodes: Record<string, number> = {};
   for (const a of answers) statusCodes[a.status] = (statusCodes[a.status] ?? 0) + 1;
@@ -145,6 +168,8 @@ async function load(h: LoggedHerald, publicId: string, tag: string, seconds: num
     statusCodes,
     accepted,
     heraldCpuMsPerSubmission: answers.length ? round(cpu / answers.length, 3) : NaN,
+    postgresCpuMsPerSubmission: answers.length ? round(pgCpu / answers.length, 3) : NaN,
+    commitsPerSubmission: answers.length ? round((pg1.commits - pg0.commits) / answers.length, 2) : NaN,
   };
 }
 
@@ -187,7 +212,7 @@ async function formSubmissions(c: Client, userId: number, formId: number): Promi
 
 async function measure(c: Client, f: Fixture, h: LoggedHerald, form: { id: number; publicId: string }, tag: string, seconds: number) {
   const before = await formSubmissions(c, f.userId, form.id);
-  const m = await load(h, form.publicId, tag, seconds);
+  const m = await load(c, h, form.publicId, tag, seconds);
   const checks = await verify(c, f, form.id, tag, m.accepted, before);
   const { accepted, ...rest } = m;
   const ok = Object.keys(m.statusCodes).every((s) => s === '200') && checks.onePendingEach && checks.oneJobEach && checks.statsCounted;
@@ -241,7 +266,7 @@ async function main(): Promise<number> {
       const m = { ...(await measure(c, f, herald, form, `s${r}`, DURATION)), run: r, cpuBusyBefore: busy, loadavg: la };
       runs.push(m);
       log(
-        `run ${r}: ${m.perSec} submissions/s (${m.submissions} in ${m.seconds} s), p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.heraldCpuMsPerSubmission} ms Herald CPU each; ` +
+        `run ${r}: ${m.perSec} submissions/s (${m.submissions} in ${m.seconds} s), p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.heraldCpuMsPerSubmission} ms Herald CPU each, ${m.postgresCpuMsPerSubmission} ms PostgreSQL, ${m.commitsPerSubmission} commits; ` +
           `answers ${JSON.stringify(m.statusCodes)}; pending ${m.checks.pendingRows}, confirmation jobs ${m.checks.confirmationJobs}, counted ${m.checks.submissionsCounted}; ` +
           `load ${la.join(' ')} (CPU busy before ${busy ?? 'not waited'})`,
       );

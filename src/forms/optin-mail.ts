@@ -79,6 +79,18 @@ export const optinConfirmation = defineJob<OptinMailJob, OptinMailDeps>({
   },
 });
 
+/**
+ * Queues a confirmation mail for each row of `from` (SQL: a CTE of the submission's one
+ * statement, with the pending subscription's `id`, where `mail`): enqueue's row, as a CTE.
+ */
+export function queueConfirmationMailSql(userId: number, from: string): { sql: string; bindings: Knex.RawBinding[] } {
+  return {
+    sql: `INSERT INTO jobs (user_id, kind, key, payload, next_attempt_at)
+     SELECT ?, ?, NULL, jsonb_build_object('pendingId', x.id), now() FROM ${from} x WHERE x.mail`,
+    bindings: [userId, optinConfirmation.name],
+  };
+}
+
 /** Queues one confirmation mail (in the caller's transaction). */
 export async function queueConfirmationMail(trx: Knex, userId: number, pendingId: number): Promise<void> {
   await enqueue(trx, optinConfirmation, { userId, payload: { pendingId } });

@@ -45,30 +45,51 @@ export const RESEND_MINUTES = 10;
 const cut = (v: string | null, n: number) => (v === null ? null : v.slice(0, n));
 
 /**
- * Records a submission: a new row, or the form's row for the address (any case) updated with
- * what was submitted now. A row that was confirmed starts again (a new generation: the links
- * mailed before are dead). Then takes the right to mail it — when it was never mailed, or last
- * mailed more than RESEND_MINUTES ago — and answers whether it took it: the caller queues the
- * mail then. Call in a transaction.
+ * The statement that records a submission — for a CTE of the submission's one statement
+ * (src/public/subscribe-service.ts), written when `when` (SQL over the statement's other CTEs)
+ * holds: a new row, or the form's row for the address (any case) updated with what was
+ * submitted now. A row that was confirmed starts again (a new generation: the links mailed
+ * before are dead). The same upsert takes the right to mail it — when it is new, was confirmed,
+ * was never mailed, or was last mailed more than RESEND_MINUTES ago, `last_mailed_at` becomes
+ * `now` — and returns `id` and `mail` (whether it took it: the caller queues the mail then).
+ *
+ * `now` is a value, not now(), and so is the time before which a mail may go again (timestamptz −
+ * interval is not IMMUTABLE either): Citus refuses such a function in DO UPDATE SET. `mail` compares the stored time with it — PostgreSQL 15 cannot RETURNING the old row. It
+ * is unique per submission (submissionTime), so a row mailed before reads as mailed now only if
+ * another process stamped it in the same microsecond (at worst, one more confirmation mail).
  */
-export async function recordPending(trx: Knex, p: PendingInput): Promise<{ id: number; generation: number; mail: boolean }> {
-  const { rows } = await trx.raw(
-    // created_at is a value, not now(): Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
-    `INSERT INTO pending_subscriptions AS p (user_id, form_id, email, fields, contact_type_ids, consent_text, ip, user_agent, created_at)
-     VALUES (?, ?, ?, ?::jsonb, ?::int[], ?, ?, ?, ?)
+export function pendingUpsertSql(p: PendingInput, now: string, when: string): { sql: string; bindings: Knex.RawBinding[] } {
+  return {
+    sql: `INSERT INTO pending_subscriptions AS p (user_id, form_id, email, fields, contact_type_ids, consent_text, ip, user_agent, created_at, last_mailed_at)
+     SELECT ?, ?, ?, ?::jsonb, ?::int[], ?, ?, ?, ?::timestamptz, ?::timestamptz WHERE ${when}
      ON CONFLICT (user_id, form_id, lower(email)) DO UPDATE SET
        email = excluded.email, fields = excluded.fields, contact_type_ids = excluded.contact_type_ids,
        consent_text = excluded.consent_text, ip = excluded.ip, user_agent = excluded.user_agent,
        generation = CASE WHEN p.confirmed_at IS NULL THEN p.generation ELSE p.generation + 1 END,
        created_at = CASE WHEN p.confirmed_at IS NULL THEN p.created_at ELSE excluded.created_at END,
-       last_mailed_at = CASE WHEN p.confirmed_at IS NULL THEN p.last_mailed_at END,
+       last_mailed_at = CASE WHEN p.confirmed_at IS NOT NULL OR p.last_mailed_at IS NULL
+         OR p.last_mailed_at <= ? THEN excluded.last_mailed_at ELSE p.last_mailed_at END,
        confirmed_at = NULL, confirm_ip = NULL, confirm_user_agent = NULL
-     RETURNING p.id, p.generation`,
-    [p.userId, p.formId, p.email, JSON.stringify(p.fields), p.contactTypeIds, p.consentText, cut(p.ip, 64), cut(p.userAgent, 512), new Date()],
-  );
-  const { id, generation } = rows[0] as { id: string | number; generation: number };
-  const mail = await takeMailTurn(trx, p.userId, Number(id));
-  return { id: Number(id), generation, mail };
+     RETURNING p.id, p.last_mailed_at = ?::timestamptz AS mail`,
+    bindings: [
+      ...[p.userId, p.formId, p.email, JSON.stringify(p.fields), p.contactTypeIds, p.consentText, cut(p.ip, 64), cut(p.userAgent, 512), now, now],
+      new Date(Date.parse(now) - RESEND_MINUTES * 60_000),
+      now,
+    ],
+  };
+}
+
+let lastMicros = 0;
+
+/**
+ * The time of a submission as pendingUpsertSql stamps it: now, in microseconds, never the same
+ * twice in this process (two in one microsecond take the next one).
+ */
+export function submissionTime(): string {
+  const micros = Math.max(Math.round((performance.timeOrigin + performance.now()) * 1000), lastMicros + 1);
+  lastMicros = micros;
+  const ms = Math.floor(micros / 1000);
+  return `${new Date(ms).toISOString().slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`;
 }
 
 /**

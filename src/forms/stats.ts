@@ -11,13 +11,23 @@ import type { Knex } from 'knex';
  */
 export const STAT_SLOTS = 16;
 
-function bump(db: Knex, userId: number, formId: number, column: 'submissions' | 'confirmations'): Promise<unknown> {
-  return db.raw(
-    `INSERT INTO form_stats_daily (user_id, form_id, day, slot, ${column})
-     VALUES (?, ?, (now() AT TIME ZONE 'UTC')::date, ?, 1)
+function bumpSql(userId: number, formId: number, column: 'submissions' | 'confirmations', when?: string): { sql: string; bindings: Knex.RawBinding[] } {
+  return {
+    sql: `INSERT INTO form_stats_daily (user_id, form_id, day, slot, ${column})
+     SELECT ?, ?, (now() AT TIME ZONE 'UTC')::date, ?, 1${when ? ` WHERE ${when}` : ''}
      ON CONFLICT (user_id, form_id, day, slot) DO UPDATE SET ${column} = form_stats_daily.${column} + 1`,
-    [userId, formId, randomInt(STAT_SLOTS)],
-  );
+    bindings: [userId, formId, randomInt(STAT_SLOTS)],
+  };
+}
+
+function bump(db: Knex, userId: number, formId: number, column: 'submissions' | 'confirmations'): Promise<unknown> {
+  const { sql, bindings } = bumpSql(userId, formId, column);
+  return db.raw(sql, bindings);
+}
+
+/** countFormSubmission as a CTE of the submission's one statement, counted when `when` (SQL) holds. */
+export function countFormSubmissionSql(userId: number, formId: number, when: string): { sql: string; bindings: Knex.RawBinding[] } {
+  return bumpSql(userId, formId, 'submissions', when);
 }
 
 /** One more submission today (every accepted submission: pending or, single opt-in, added at once). */

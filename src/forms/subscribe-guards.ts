@@ -24,19 +24,30 @@ function hourWindow(now = Date.now()): { hour: Date; retryAfter: number } {
 }
 
 /**
- * SUBSCRIBE_LIMIT_PER_HOUR: counts one submission of a client address in this clock hour (one
- * upsert, atomic across processes) and answers whether it is within the limit; past it, the
- * seconds until the next hour (Retry-After). `limit` 0: no limit, nothing counted.
+ * The statement that counts one submission of a client address in this clock hour (one upsert,
+ * atomic across processes), returning the hour's count `n`; and the seconds until the next hour
+ * (Retry-After). A statement of its own, or a CTE of the submission's (src/public/subscribe-service.ts).
+ */
+export function clientCountSql(address: string): { sql: string; bindings: Knex.RawBinding[]; retryAfter: number } {
+  const { hour, retryAfter } = hourWindow();
+  return {
+    sql: `INSERT INTO subscribe_limits AS l (address, hour, n) VALUES (?, ?, 1)
+     ON CONFLICT (address, hour) DO UPDATE SET n = l.n + 1
+     RETURNING n`,
+    bindings: [address.slice(0, 100), hour],
+    retryAfter,
+  };
+}
+
+/**
+ * SUBSCRIBE_LIMIT_PER_HOUR: counts one submission of a client address in this clock hour and
+ * answers whether it is within the limit; past it, the seconds until the next hour
+ * (Retry-After). `limit` 0: no limit, nothing counted.
  */
 export async function countClientSubmission(db: Knex, address: string, limit: number): Promise<{ ok: true } | { ok: false; retryAfter: number }> {
   if (limit <= 0) return { ok: true };
-  const { hour, retryAfter } = hourWindow();
-  const { rows } = await db.raw(
-    `INSERT INTO subscribe_limits AS l (address, hour, n) VALUES (?, ?, 1)
-     ON CONFLICT (address, hour) DO UPDATE SET n = l.n + 1
-     RETURNING n`,
-    [address.slice(0, 100), hour],
-  );
+  const { sql, bindings, retryAfter } = clientCountSql(address);
+  const { rows } = await db.raw(sql, bindings);
   return (rows[0].n as number) <= limit ? { ok: true } : { ok: false, retryAfter };
 }
 
