@@ -7,6 +7,7 @@ import { ConfigError, type Config } from './config';
 import { createDb } from './db/knex';
 import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
+import { dnsFor } from './dns';
 import { Worker } from './worker/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
@@ -73,7 +74,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     throw err;
   }
   masterKey(config); // made on first start (DATA_DIR/master.key), not at the first message
-  const mailer = createMailer(config);
+  const mailer = createMailer(config, { db, logger, dns: dnsFor(config) });
   const worker = new Worker({ config, db, logger, mailer });
   worker.start();
   logger.info({ mail: mailer.target, sendRate: config.sendRate }, 'Herald worker started');
@@ -184,7 +185,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await prepareDatabase(db, logger);
     await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
     masterKey(config); // made on first start (DATA_DIR/master.key) when HERALD_MASTER_KEY is not set
-    mailer = createMailer(config);
+    mailer = createMailer(config, { db, logger, dns: dnsFor(config) });
     keys = new KeyCache({ url: database.url, logger });
     await keys.start();
     const app = createApp({ config, db, logger, mailer, keys });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { enhancedStatus } from '../bounces/fields';
+import type { DeferReason } from '../mail/mailer';
 import { recordMessageEvents } from '../events/record';
 import type { MessageEvent } from '../events/types';
 import { softBounceCounts, suppress, type Suppression } from '../suppression';
@@ -211,10 +212,16 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
   );
 }
 
+/**
+ * What came of one claimed row. `route`: the delivery route it went through or was tried on
+ * (src/routes/router.ts), for its event's `data.route`. A `queued` outcome with `reason` is a
+ * deferral by the routes (none had room, throttled, blocked, down): its claim's attempt is given
+ * back, as releaseClaimed does, and its `deferred` event says why.
+ */
 export type SendOutcome =
-  | { status: typeof DeliveryStatus.Sent; messageId: string }
-  | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string; code?: number }
-  | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date; code?: number };
+  | { status: typeof DeliveryStatus.Sent; messageId: string; route?: string }
+  | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string; code?: number; route?: string }
+  | { status: typeof DeliveryStatus.Queued; error: string; retryAt: Date; code?: number; route?: string; reason?: DeferReason };
 
 // An outcome moves its row from sending to the outcome's status: moves the table allows.
 for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Failed, DeliveryStatus.Queued]) {
@@ -233,11 +240,13 @@ export const RECORD_OUTCOMES_SQL = (claims: ClaimRef[]) => `
     message_id = coalesce(v.message_id, d.message_id),
     last_error = v.error,
     next_attempt_at = coalesce(v.retry_at, d.next_attempt_at),
+    attempts = d.attempts - v.refund,
     locked_until = NULL
   FROM json_to_recordset(?::json)
-    AS v(id bigint, user_id integer, attempts integer, status text, sent_at timestamptz, message_id text, error text, retry_at timestamptz, code integer)
+    AS v(id bigint, user_id integer, attempts integer, status text, sent_at timestamptz, message_id text, error text, retry_at timestamptz, code integer,
+         refund integer, route text, reason text)
   WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}${ofOneAccount('d', claims.map((c) => c.user_id))}
-  RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error, v.code`;
+  RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error, v.code, v.route, v.reason`;
 
 type Applied = SourceRefColumns & {
   id: string | number;
@@ -246,15 +255,18 @@ type Applied = SourceRefColumns & {
   status: SendOutcome['status'];
   error: string | null;
   code: number | null;
+  route: string | null;
+  reason: DeferReason | null;
 };
 
 /** What an applied outcome is as an event: SMTP accepted, will retry, or given up (5xx: hard; out of attempts: soft). */
 function outcomeEvent(row: Applied): MessageEvent {
   const ref = { userId: row.user_id, deliveryId: Number(row.id), ...sourceRef(row), email: row.email };
-  if (row.status === DeliveryStatus.Sent) return { ...ref, type: 'delivered' };
+  const route = row.route ? { route: row.route } : {};
+  if (row.status === DeliveryStatus.Sent) return { ...ref, type: 'delivered', ...(row.route ? { data: { route: row.route } } : {}) };
   const diagnostic = row.error ?? '';
-  const data = { status: enhancedStatus(diagnostic), smtp_code: row.code, diagnostic, source: 'smtp' };
-  if (row.status === DeliveryStatus.Queued) return { ...ref, type: 'deferred', data };
+  const data = { status: enhancedStatus(diagnostic), smtp_code: row.code, diagnostic, source: 'smtp', ...route };
+  if (row.status === DeliveryStatus.Queued) return { ...ref, type: 'deferred', data: row.reason ? { ...data, reason: row.reason } : data };
   return { ...ref, type: 'bounced', data: { kind: row.status === DeliveryStatus.Bounced ? 'hard' : 'soft', ...data } };
 }
 
@@ -313,6 +325,10 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Sen
     error: o.status === DeliveryStatus.Sent ? null : o.error.slice(0, 1000),
     retry_at: o.status === DeliveryStatus.Queued ? o.retryAt.toISOString() : null,
     code: o.status === DeliveryStatus.Sent ? null : (o.code ?? null),
+    // A deferral by the routes gives its claim's attempt back.
+    refund: o.status === DeliveryStatus.Queued && o.reason ? 1 : 0,
+    route: o.route ?? null,
+    reason: o.status === DeliveryStatus.Queued ? (o.reason ?? null) : null,
   }));
   return db.transaction(async (trx) => {
     const result = await trx.raw(RECORD_OUTCOMES_SQL(claims), [JSON.stringify(values)]);

@@ -12,6 +12,7 @@ import { MailError, type Mailer } from '../mail/mailer';
 import { claimBatch, DUE_ROWS, recordOutcomes, releaseClaimed, ReleasingTests, type ClaimedRow, type SendOutcome } from '../deliveries/queue';
 import { AccountTurns, onCitus } from '../db/per-account';
 import { FanOutPace } from './fanout-pace';
+import { countDeferral, countMessage } from '../metrics';
 import type { RecipientData } from '../render/render';
 
 export interface SenderDeps {
@@ -161,6 +162,13 @@ export class Sender {
     const pace = (this.pace ??= config.fanoutSendRate > 0 ? new FanOutPace(config.fanoutSendRate) : null);
     await pace?.beforeClaim(db, running);
     if (!running()) return [];
+    // No route has room (all down, at their quotas or warm-up caps): the rows stay queued and the
+    // lanes idle until one has, rather than claiming rows only to defer each of them.
+    const until = await this.deps.mailer.room?.('marketing');
+    if (until) {
+      this.deps.logger.debug({ until }, 'no delivery route has room: waiting');
+      return [];
+    }
     // On Citus a claim takes one account's rows, the accounts in turn (src/db/per-account.ts).
     // An A/B test releasing its rest to the winner: the claim also takes those rows (src/deliveries/queue.ts).
     const released = await this.releasing.any(db);
@@ -218,14 +226,31 @@ export class Sender {
       if (config.sendRate > 0) await throttle.take();
       // VERP: the envelope sender names the message, so a bounce names it too (the From header is unchanged).
       const from = config.bounceDomain ? verpAddress(config.bounceDomain, token) : design.fromEmail;
-      await mailer.send({ from, to: row.email, raw });
-      return { status: DeliveryStatus.Sent, messageId };
+      const sent = await mailer.send({ from, to: row.email, raw, userId: row.user_id, stream: 'marketing' });
+      return counted({ status: DeliveryStatus.Sent, messageId, route: sent?.route });
     } catch (err) {
       // Anything but an SMTP refusal (a database hiccup loading the design, say) is temporary.
       const e = err instanceof MailError ? err : new MailError(String((err as Error)?.message ?? err), false);
-      if (e.permanent) return { status: DeliveryStatus.Bounced, error: e.message, code: e.code };
-      if (row.attempts >= config.maxAttempts) return { status: DeliveryStatus.Failed, error: e.message, code: e.code };
-      return { status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: new Date(Date.now() + retryDelay(row.attempts, retryBackoff(config))) };
+      const route = e.route;
+      // The routes deferred it (none with room, throttled, blocked, down): it waits, its attempt given back; never a bounce.
+      if (e.deferUntil) return counted({ status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: e.deferUntil, route, reason: e.reason ?? 'no_route' });
+      if (e.permanent) return counted({ status: DeliveryStatus.Bounced, error: e.message, code: e.code, route });
+      if (row.attempts >= config.maxAttempts) return counted({ status: DeliveryStatus.Failed, error: e.message, code: e.code, route });
+      return counted({ status: DeliveryStatus.Queued, error: e.message, code: e.code, retryAt: new Date(Date.now() + retryDelay(row.attempts, retryBackoff(config))), route });
     }
   }
+}
+
+const METRIC_OUTCOME = {
+  [DeliveryStatus.Sent]: 'delivered',
+  [DeliveryStatus.Queued]: 'deferred',
+  [DeliveryStatus.Bounced]: 'bounced',
+  [DeliveryStatus.Failed]: 'failed',
+} as const;
+
+/** The outcome, counted in the metrics (src/metrics.ts) under its route (messages that reached none: no route to count them under). */
+function counted(outcome: SendOutcome): SendOutcome {
+  if (outcome.route) countMessage(outcome.route, METRIC_OUTCOME[outcome.status]);
+  if (outcome.status === DeliveryStatus.Queued && outcome.reason) countDeferral(outcome.reason);
+  return outcome;
 }

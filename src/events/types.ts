@@ -45,12 +45,16 @@ export interface BounceData {
   diagnostic: string;
   source: string;
   smtp_code?: number | null;
+  /** The delivery route the message was tried on (issue 36; Herald's own sends). */
+  route?: string;
+  /** A deferral by the routes: why it waits (no route with room, throttled, blocked, down: src/mail/mailer.ts DeferReason). */
+  reason?: string;
 }
 
 /** One fact about a message, with the data its type carries. */
 export type MessageEvent = MessageRef &
   (
-    | { type: 'delivered'; data?: undefined }
+    | { type: 'delivered'; data?: { route: string } }
     // `status`: the enhanced status ('5.1.1') or null when the answer has none; `source` says where the
     // answer came from: `smtp` (Herald's own send, which adds the reply code as `smtp_code`), or a report
     // received later (`dsn`, `arf`, `imap`, an ESP: src/bounces/apply.ts).

@@ -1,15 +1,30 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { Knex } from 'knex';
 import type { Config } from '../config';
-import { SmtpPool } from './smtp-pool';
+import type { Dns } from '../dns';
+import type { Logger } from '../logger';
+import { RoutedMailer } from '../routes/router';
+import type { Stream } from '../routes/types';
+import { SmtpPool, type SmtpPoolOptions } from './smtp-pool';
 
 /** One message on its way out: the SMTP envelope and the raw MIME bytes. */
 export interface OutgoingMail {
   from: string;
   to: string;
   raw: string;
+  /** The account it is sent for (none: Herald's own mail): its pinned routes (src/routes/pinning.ts), its `route.blocked` event. */
+  userId?: number;
+  /** `marketing` (a send's or an automation's, the default) or `system` (Herald's own mail): the routes that may carry it. */
+  stream?: Stream;
 }
+
+/**
+ * Why a message waits instead of going (src/routes/router.ts): no route may carry it, its routes
+ * are at their quotas or warm-up cap, throttled, blocked by the recipient's provider, or down.
+ */
+export type DeferReason = 'no_route' | 'quota' | 'warmup' | 'throttled' | 'blocked' | 'down';
 
 /**
  * Why a message was not accepted. `permanent` (a 5xx answer to this message's RCPT TO or DATA)
@@ -18,18 +33,36 @@ export interface OutgoingMail {
  * refused) is retried with backoff: it says nothing about the recipient.
  */
 export class MailError extends Error {
+  /** The route that tried the message (src/routes/router.ts), for its event's `data.route`. */
+  readonly route?: string;
+  /**
+   * A deferral: the message was not tried for a reason of the routes (none with room, throttled,
+   * blocked, down). It waits until then, its attempt given back; never a bounce, never a suppression.
+   */
+  readonly deferUntil?: Date;
+  readonly reason?: DeferReason;
+
   constructor(
     message: string,
     readonly permanent: boolean,
     readonly code?: number,
+    more: { route?: string; deferUntil?: Date; reason?: DeferReason } = {},
   ) {
     super(message);
+    this.route = more.route;
+    this.deferUntil = more.deferUntil;
+    this.reason = more.reason;
   }
 }
 
 export interface Mailer {
-  /** Resolves once the server (or the outbox) accepted the message; throws MailError otherwise. */
-  send(mail: OutgoingMail): Promise<void>;
+  /** Resolves once the server (or the outbox) accepted the message, with the route it went through; throws MailError otherwise. */
+  send(mail: OutgoingMail): Promise<{ route?: string } | void>;
+  /**
+   * Whether some route carrying `stream` has room now (null), or the earliest time one will: the
+   * Sender waits instead of claiming rows that could only be deferred. Absent: always room.
+   */
+  room?(stream: Stream): Promise<Date | null>;
   close(): Promise<void>;
   /** For logs: where mail goes. */
   readonly target: string;
@@ -64,14 +97,11 @@ export interface SmtpOptions {
   socketTimeoutMs?: number;
 }
 
-/**
- * Pooled SMTP from `smtp://user:pass@host:port` (or `smtps://`): nodemailer's SMTP connections,
- * handed each message's envelope and finished bytes (src/mail/smtp-pool.ts).
- */
-export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
+/** The SMTP pool's settings for `smtp://user:pass@host:port` (or `smtps://`). */
+export function smtpPoolOptions(smtpUrl: string, opts: SmtpOptions = {}): SmtpPoolOptions {
   const url = new URL(smtpUrl);
   const secure = url.protocol === 'smtps:';
-  const pool = new SmtpPool({
+  return {
     size: opts.poolSize ?? 5,
     // An IPv6 literal without its brackets (URL keeps them in hostname).
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
@@ -81,7 +111,16 @@ export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: opts.socketTimeoutMs ?? 30_000,
-  });
+  };
+}
+
+/**
+ * Pooled SMTP from `smtp://user:pass@host:port` (or `smtps://`): nodemailer's SMTP connections,
+ * handed each message's envelope and finished bytes (src/mail/smtp-pool.ts).
+ */
+export function smtpMailer(smtpUrl: string, opts: SmtpOptions = {}): Mailer {
+  const url = new URL(smtpUrl);
+  const pool = new SmtpPool(smtpPoolOptions(smtpUrl, opts));
   return {
     target: `${url.protocol}//${url.host}`,
     async send(mail) {
@@ -122,8 +161,10 @@ export function outboxMailer(dir: string): Mailer {
   };
 }
 
-export function createMailer(config: Config): Mailer {
-  return config.smtpUrl
-    ? smtpMailer(config.smtpUrl, { poolSize: config.smtpPoolSize, socketTimeoutMs: config.smtpTimeoutMs })
-    : outboxMailer(path.join(config.dataDir, 'outbox'));
+/**
+ * Where mail goes: through the delivery routes (SMTP_ROUTES, or SMTP_URL as the one route
+ * `default`: src/routes/router.ts), or, with neither, to DATA_DIR/outbox.
+ */
+export function createMailer(config: Config, deps: { db: Knex; logger: Logger; dns: Dns }): Mailer {
+  return config.routes.length ? new RoutedMailer(config, config.routes, deps) : outboxMailer(path.join(config.dataDir, 'outbox'));
 }

@@ -38,6 +38,11 @@ export interface SmtpFailure extends Error {
   code?: string;
   responseCode?: number;
   response?: string;
+  /**
+   * The connection failed after the message's body had started to go (the body was piped into
+   * DATA): the server may have it, so it is no route failure to move elsewhere at once (src/routes/router.ts).
+   */
+  halfSent?: boolean;
 }
 
 /** One message handed to the pool, until the server accepted or refused it. */
@@ -179,6 +184,8 @@ export class SmtpPool {
         return this.release(c);
       }
       const e = err as SmtpFailure;
+      // Only a failure of the connection, not an answer (an SMTP reply to DATA came after the whole body).
+      if (started && e.responseCode === undefined) e.halfSent = true;
       // Failures of the connection rather than answers about the message (421, closed, socket error, timeout).
       if (reused && !started && !submission.moved && isTransientError(e)) {
         submission.moved = true;

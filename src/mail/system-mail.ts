@@ -35,7 +35,8 @@ export async function sendSystemMail(
     headers: { 'Auto-Submitted': 'auto-generated' },
   });
   const raw = await signMessage(deps.db, deps.config, null, deps.config.mailFrom, unsigned);
-  await deps.mailer.send({ from: deps.config.mailFrom, to: mail.to.email, raw });
+  // The `system` stream: the routes that carry Herald's own mail (SMTP_ROUTES `streams`).
+  await deps.mailer.send({ from: deps.config.mailFrom, to: mail.to.email, raw, stream: 'system' });
   if (deps.mailer.local) {
     deps.logger.info({ to: mail.to.email, subject: mail.subject, link: mail.link, outbox: deps.mailer.target }, 'mail written to the outbox (no SMTP_URL)');
   }
