@@ -1,11 +1,16 @@
 import type { Knex } from 'knex';
-import type { RouteConfig } from './types';
+import type { RouteConfig, Stream } from './types';
 
 /**
  * Pinning an account to some of the delivery routes (accounts.routes; NULL: every route). The
  * operator sets it (`herald account routes --id <n> --routes a,b`, `--all` to unpin); the router
  * reads it (cached a few seconds) and GET /routes shows only the routes the account may use.
  */
+
+const STREAM_NAMES: ReadonlyArray<readonly [Stream, string]> = [
+  ['marketing', 'campaign mail'],
+  ['system', "Herald's own mail for the account"],
+];
 
 /** A pinning refused: an unknown account or route name; the message is meant for the operator as is. */
 export class PinningError extends Error {}
@@ -19,8 +24,8 @@ export async function accountRoutes(db: Knex, userId: number): Promise<string[] 
 /**
  * Pins the account to `names` (each a configured route, matched without case and stored as
  * configured, repeats dropped), or unpins it with null. Resolves with what is stored; throws
- * PinningError for an unknown account, an unknown route name, an empty list, or routes none of which
- * carries campaign mail (the account could send nothing).
+ * PinningError for an unknown account, an unknown route name, an empty list, or routes that leave
+ * a stream (campaign mail, or Herald's own mail for the account) without a route.
  */
 export async function setAccountRoutes(
   db: Knex,
@@ -40,9 +45,12 @@ export async function setAccountRoutes(
       throw new PinningError(`Unknown route${unknown.length > 1 ? 's' : ''} ${list}: the configured routes are ${configured.join(', ')}`);
     }
     const chosen = [...new Set(names.map((n) => byKey.get(n.toLowerCase())!))];
-    if (!chosen.some((r) => r.streams.includes('marketing'))) {
-      const carrying = config.routes.filter((r) => r.streams.includes('marketing')).map((r) => r.name);
-      throw new PinningError(`None of ${chosen.map((r) => r.name).join(', ')} carries campaign mail (the "marketing" stream): pin at least one of ${carrying.join(', ')}`);
+    // The router keeps an account's mail of both streams to its pins (its opt-in confirmations
+    // too): pins without a route for one stream would hold that mail back for good.
+    for (const [stream, what] of STREAM_NAMES) {
+      if (chosen.some((r) => r.streams.includes(stream))) continue;
+      const carrying = config.routes.filter((r) => r.streams.includes(stream)).map((r) => r.name);
+      throw new PinningError(`None of ${chosen.map((r) => r.name).join(', ')} carries ${what} (the "${stream}" stream): add one of ${carrying.join(', ')}`);
     }
     pinned = chosen.map((r) => r.name);
   }

@@ -64,6 +64,7 @@ describe('herald account routes', () => {
     expect(pinned).toEqual({ out: `${JSON.stringify({ id, routes: ['own', 'ses'] })}\n`, err: '', exitCode: 0 });
     expect(await accountRoutes(db, id)).toEqual(['own', 'ses']);
     expect((await db('accounts').where({ id }).first('routes')).routes).toEqual(['own', 'ses']);
+    expect(pinned.out).not.toContain(PASSWORD);
 
     const unpinned = await herald('account', 'routes', '--id', String(id), '--all');
     expect(unpinned).toEqual({ out: `${JSON.stringify({ id, routes: null })}\n`, err: '', exitCode: 0 });
@@ -79,11 +80,15 @@ describe('herald account routes', () => {
     expect(await accountRoutes(db, id)).toEqual(['own']);
   });
 
-  it('refuses routes that carry no campaign mail', async () => {
-    const id = await newAccount('SystemOnly');
-    const { err, exitCode } = await herald('account', 'routes', '--id', String(id), '--routes', 'notices');
-    expect({ err, exitCode }).toEqual({ err: 'None of notices carries campaign mail (the "marketing" stream): pin at least one of ses, own\n', exitCode: 1 });
+  it('refuses routes that leave a stream without a route: the account’s mail of that stream would wait for good', async () => {
+    const id = await newAccount('OneStream');
+    const systemOnly = await herald('account', 'routes', '--id', String(id), '--routes', 'notices');
+    expect(systemOnly).toEqual({ out: '', err: 'None of notices carries campaign mail (the "marketing" stream): add one of ses, own\n', exitCode: 1 });
+    const marketingOnly = await herald('account', 'routes', '--id', String(id), '--routes', 'ses');
+    expect(marketingOnly).toEqual({ out: '', err: 'None of ses carries Herald\'s own mail for the account (the "system" stream): add one of own, notices\n', exitCode: 1 });
     expect(await accountRoutes(db, id)).toBeNull();
+    // SES for campaigns, a relay of its own for the rest.
+    expect((await herald('account', 'routes', '--id', String(id), '--routes', 'ses,notices')).out).toBe(`${JSON.stringify({ id, routes: ['ses', 'notices'] })}\n`);
   });
 
   it('refuses an unknown account', async () => {
