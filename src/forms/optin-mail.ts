@@ -59,7 +59,8 @@ async function mailConfirmation(deps: OptinMailDeps, userId: number, pendingId: 
     headers: { 'Auto-Submitted': 'auto-generated' },
   });
   const raw = await signMessage(deps.db, deps.config, userId, from, unsigned);
-  await deps.mailer.send({ from, to: pending.email, raw });
+  // Herald's own mail for the account (SMTP_ROUTES `streams`: system), on the account's pinned routes.
+  await deps.mailer.send({ from, to: pending.email, raw, userId, stream: 'system' });
   if (deps.mailer.local) deps.logger.info({ to: pending.email, subject: title, link, outbox: deps.mailer.target }, 'confirmation mail written to the outbox (no SMTP_URL)');
   return undefined;
 }

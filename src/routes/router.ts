@@ -73,17 +73,24 @@ function secretsOf(routes: RouteConfig[]): string[] {
         out.add(decodeURIComponent(s));
       }
     } catch {
-      // B's checks refuse a bad URL at start.
+      // src/routes/config.ts refuses a bad URL at start.
     }
   }
+  // The longest first: a password containing the user name is removed whole.
   return [...out].sort((a, b) => b.length - a.length);
 }
 
-/** `text` without credentials: any URL's user information, and the routes' own user names and passwords anywhere. */
-export function stripCredentials(text: string, secrets: string[]): string {
-  let out = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1');
-  for (const s of secrets) out = out.split(s).join('***');
-  return out.slice(0, 1000);
+/**
+ * `(text) => text` without credentials: any URL's user information, and the routes' own user
+ * names and passwords wherever they appear (a relay may echo the login in its answer).
+ */
+export function credentialStripper(routes: RouteConfig[]): (text: string) => string {
+  const secrets = secretsOf(routes);
+  return (text) => {
+    let out = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1');
+    for (const s of secrets) out = out.split(s).join('***');
+    return out.slice(0, 1000);
+  };
 }
 
 /** A reservation of hourly or daily messages held by this process. */
@@ -172,7 +179,8 @@ export class RoutedMailer implements Mailer {
   readonly target: string;
   private readonly routes: Route[];
   private readonly byStream: Record<Stream, Route[]>;
-  private readonly secrets: string[];
+  /** Credentials removed (for what is stored and logged). */
+  private readonly strip: (text: string) => string;
   private readonly settings: Pick<Config, 'routeDownAfter' | 'routeProbeSeconds' | 'routeThrottleMinutes' | 'routeBlockHours'>;
   /** Some route has an hourly, daily or warm-up cap: the counters are read with the state. */
   private readonly counted: boolean;
@@ -193,14 +201,9 @@ export class RoutedMailer implements Mailer {
       marketing: this.routes.filter((r) => r.cfg.streams.includes('marketing')),
       system: this.routes.filter((r) => r.cfg.streams.includes('system')),
     };
-    this.secrets = secretsOf(routes);
+    this.strip = credentialStripper(routes);
     this.counted = routes.some((r) => r.maxPerHour || r.maxPerDay || r.warmup);
     this.target = this.routes.map((r) => `${r.name} (${r.options.secure ? 'smtps' : 'smtp'}://${r.options.host}:${r.options.port})`).join(', ');
-  }
-
-  /** Credentials removed (for what is stored and logged). */
-  private strip(text: string): string {
-    return stripCredentials(text, this.secrets);
   }
 
   async send(mail: OutgoingMail): Promise<{ route: string }> {

@@ -230,3 +230,9 @@ export async function upsertBlock(db: Knex, route: string, provider: string, unt
   );
   return Boolean(rows[0]?.fresh);
 }
+
+/** Counters of periods long past (the worker's hourly retention round): only this hour and today are ever read. */
+export async function purgeOldUsage(db: Knex): Promise<number> {
+  const { rowCount } = await db.raw(`DELETE FROM route_usage WHERE period_start < now() - interval '2 days'`);
+  return Number(rowCount ?? 0);
+}

@@ -17,6 +17,7 @@ import { Alarm, WakeListener } from '../jobs/wake';
 import { optinConfirmation } from '../forms/optin-mail';
 import { deleteOldPending } from '../forms/pending';
 import { purgeGuards } from '../forms/subscribe-guards';
+import { purgeOldUsage } from '../routes/state';
 
 export interface WorkerDeps {
   config: Config;
@@ -168,6 +169,8 @@ export class Worker {
     const purged = await purgeExpired(this.deps.db, this.deps.config);
     if (purged.events || purged.webhookBatches || purged.bounceReports) this.deps.logger.info(purged, 'expired rows purged');
     await this.optinCleanup();
+    // The delivery routes' hourly and daily counters of periods past (src/routes/state.ts).
+    await purgeOldUsage(this.deps.db);
     // Nothing more until the next hour.
     return 0;
   }

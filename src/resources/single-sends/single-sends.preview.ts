@@ -158,7 +158,8 @@ export async function sendTestMessages(ctx: Ctx, deps: TestSendDeps, utr: string
     const unsigned = design.compiled.render({ ...personFor(contact, design), to, token }, messageId);
     const raw = await signPieces(ctx.db, config, ctx.userId, design.fromEmail, unsigned);
     try {
-      await mailer.send({ from: config.bounceDomain ? verpAddress(config.bounceDomain, token) : design.fromEmail, to, raw });
+      // The send's own stream (marketing) and the account's pinned routes: a test shows how the send will go.
+      await mailer.send({ from: config.bounceDomain ? verpAddress(config.bounceDomain, token) : design.fromEmail, to, raw, userId: ctx.userId });
     } catch (err) {
       await releaseTestMessages(ctx.db, ctx.userId, reserved.ids.slice(i));
       const why = err instanceof MailError ? err.message : String((err as Error)?.message ?? err);
