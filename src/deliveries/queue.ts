@@ -218,6 +218,14 @@ export async function releaseClaimed(db: Knex, claims: ClaimRef[]): Promise<void
  * deferral by the routes (none had room, throttled, blocked, down): its claim's attempt is given
  * back, as releaseClaimed does, and its `deferred` event says why.
  */
+/**
+ * A deferral gives its attempt back, so a message every route keeps refusing for route reasons (a
+ * block by its provider on each route, say) would wait forever: like Postfix's
+ * maximal_queue_lifetime, one still deferred this long after its row was written ends `failed`
+ * (a soft bounce without its reply code: the address did nothing, nothing is suppressed).
+ */
+const DEFERRED_LIFETIME_MS = 5 * 24 * 3600_000;
+
 export type SendOutcome =
   | { status: typeof DeliveryStatus.Sent; messageId: string; route?: string }
   | { status: typeof DeliveryStatus.Bounced | typeof DeliveryStatus.Failed; error: string; code?: number; route?: string }
@@ -235,7 +243,7 @@ for (const to of [DeliveryStatus.Sent, DeliveryStatus.Bounced, DeliveryStatus.Fa
  */
 export const RECORD_OUTCOMES_SQL = (claims: ClaimRef[]) => `
   UPDATE deliveries d SET
-    status = v.status,
+    status = CASE WHEN v.refund = 1 AND d.created_at < v.give_up_before THEN '${DeliveryStatus.Failed}' ELSE v.status END,
     sent_at = coalesce(v.sent_at, d.sent_at),
     message_id = coalesce(v.message_id, d.message_id),
     last_error = v.error,
@@ -244,9 +252,10 @@ export const RECORD_OUTCOMES_SQL = (claims: ClaimRef[]) => `
     locked_until = NULL
   FROM json_to_recordset(?::json)
     AS v(id bigint, user_id integer, attempts integer, status text, sent_at timestamptz, message_id text, error text, retry_at timestamptz, code integer,
-         refund integer, route text, reason text)
+         refund integer, route text, reason text, give_up_before timestamptz)
   WHERE d.id = v.id AND d.user_id = v.user_id AND ${fenceSql('d', FENCE, 'v.attempts')}${ofOneAccount('d', claims.map((c) => c.user_id))}
-  RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error, v.code, v.route, v.reason`;
+  RETURNING d.id, d.user_id, ${SOURCE_REF_COLUMNS.map((c) => `d.${c}`).join(', ')}, d.email, d.status, v.error,
+    CASE WHEN v.refund = 1 AND d.status = '${DeliveryStatus.Failed}' THEN NULL ELSE v.code END AS code, v.route, v.reason`;
 
 type Applied = SourceRefColumns & {
   id: string | number;
@@ -315,6 +324,7 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Sen
   if (outcomes.length === 0) return 0;
   // When the batch is recorded (Citus refuses now() inside the statement's COALESCE and CASE).
   const now = new Date().toISOString();
+  const giveUpBefore = new Date(Date.now() - DEFERRED_LIFETIME_MS).toISOString();
   const values = outcomes.map((o, i) => ({
     id: claims[i].id,
     user_id: claims[i].user_id,
@@ -329,6 +339,7 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Sen
     refund: o.status === DeliveryStatus.Queued && o.reason ? 1 : 0,
     route: o.route ?? null,
     reason: o.status === DeliveryStatus.Queued ? (o.reason ?? null) : null,
+    give_up_before: o.status === DeliveryStatus.Queued && o.reason ? giveUpBefore : null,
   }));
   return db.transaction(async (trx) => {
     const result = await trx.raw(RECORD_OUTCOMES_SQL(claims), [JSON.stringify(values)]);

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logger';
 import { createMailer, MailError, type Mailer, type OutgoingMail } from '../../src/mail/mailer';
 import { sendSystemMail } from '../../src/mail/system-mail';
 import { Worker } from '../../src/worker/worker';
+import { claimBatch, recordOutcomes } from '../../src/deliveries/queue';
 import { makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 import { startDnsServer, type DnsServer } from '../helpers/dns';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
@@ -277,6 +278,7 @@ test('credentials never reach route_state.last_error', async () => {
 
 describe('through the worker', () => {
   let worker: Worker | undefined;
+  let sendId: number;
   afterAll(async () => {
     await worker?.stop();
   });
@@ -312,5 +314,48 @@ describe('through the worker', () => {
     // Housekeeping has had its rounds: the send waits for its rows, it is not completed.
     await new Promise((r) => setTimeout(r, 1500));
     expect((await db('single_sends').where({ id: send.id, user_id: a.id }).first()).status).not.toBe(3);
+    sendId = send.id;
   });
+
+  test('a row deferred by the routes for more than 5 days after it was written ends failed, soft, with nothing suppressed', async () => {
+    await worker!.stop();
+    worker = undefined;
+    const one = await db('deliveries').where({ single_send_id: sendId, user_id: a.id, status: 'queued' }).first('id');
+    const [old] = await db('deliveries')
+      .where({ id: one.id, user_id: a.id })
+      .update({ created_at: db.raw(`now() - interval '6 days'`), next_attempt_at: db.raw('now()') })
+      .returning(['id', 'email']);
+    await db('deliveries').where({ single_send_id: sendId, user_id: a.id, status: 'queued' }).whereNot({ id: old.id }).update({ next_attempt_at: db.raw('now()') });
+    const rows = await claimBatch(db, 20, 60_000, a.id);
+    expect(rows.length).toBeGreaterThan(1);
+    const retryAt = new Date(Date.now() + 3600_000);
+    await recordOutcomes(
+      db,
+      rows,
+      rows.map(() => ({ status: 'queued' as const, error: '550 5.7.1 blocked using Spamhaus', code: 550, retryAt, route: 'k-hourly', reason: 'blocked' as const })),
+      { softBounceLimit: 1, softBounceDays: 30 },
+    );
+    const after = await db('deliveries').where({ id: old.id, user_id: a.id }).first();
+    expect(after).toMatchObject({ status: 'failed', last_error: '550 5.7.1 blocked using Spamhaus' });
+    const others = await db('deliveries').whereIn('id', rows.map((r) => r.id).filter((id) => Number(id) !== Number(old.id))).where({ user_id: a.id });
+    for (const o of others) expect(o).toMatchObject({ status: 'queued', attempts: 0 });
+    const [event] = await db('events').where({ user_id: a.id, delivery_id: old.id, type: 'bounced' });
+    expect(event.data).toMatchObject({ kind: 'soft', route: 'k-hourly', smtp_code: null });
+    expect(await db('suppressions').where({ user_id: a.id })).toHaveLength(0);
+  });
+});
+
+test('warm-up: on day 0 (the schedule starts today) the route takes its cap an hour, the next waits (warmup) until the next hour', async () => {
+  const relay = await sink();
+  const today = new Date().toISOString().slice(0, 10);
+  const { mailer } = routed([{ name: 'wu-new', url: relay.url, warmup: { start: today, schedule: [3, 6] } }]);
+  const results = [];
+  for (let i = 0; i < 5; i++) results.push(await outcome(mailer, mail(`wu${i}@example.test`)));
+  expect(results.filter((r) => r.route === 'wu-new')).toHaveLength(3);
+  const nextHour = new Date(Math.floor(Date.now() / 3600_000) * 3600_000 + 3600_000);
+  for (const r of results.slice(3)) expect(r.error).toMatchObject({ reason: 'warmup', deferUntil: nextHour, route: 'wu-new' });
+  expect(await mailer.room!('marketing')).toEqual(nextHour);
+  // Past the schedule's end the route is warm: no cap.
+  const warm = routed([{ name: 'wu-warm', url: relay.url, warmup: { start: '2020-01-01', schedule: [1] } }]).mailer;
+  for (let i = 0; i < 4; i++) expect(await warm.send(mail(`warm${i}@example.test`))).toEqual({ route: 'wu-warm' });
 });
