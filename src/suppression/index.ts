@@ -52,10 +52,18 @@ const reasonSql = (userSql: string, emailSql: string, erased: boolean | 'joined'
  * `${reason}`. The planner may hash the account's lists once per statement instead of probing
  * their indexes three times per row (audience fan-out, bench/README.md "Fan-out").
  */
-export function suppressionJoins(db: Knex, userId: number, groupId: number | null, emailSql: string, erased: ErasureKey | undefined): { joins: Knex.Raw; reason: string } {
+export function suppressionJoins(
+  db: Knex,
+  userId: number,
+  groupId: number | null,
+  emailSql: string,
+  erased: ErasureKey | undefined,
+  /** The account in `reason` as SQL (the caller binds it), instead of a literal: for a statement prepared once for every account. */
+  reasonUserSql?: string,
+): { joins: Knex.Raw; reason: string } {
   if (!Number.isSafeInteger(userId)) throw new Error(`not an account id: ${userId}`);
   const bindings = [userId, userId, groupId ?? 0, userId, ...(erased ? [userId, ...erasedHashBindings(erased)] : [])];
-  return { joins: db.raw(joinsSql('?', '?', emailSql, Boolean(erased)), bindings), reason: reasonSql(String(userId), emailSql, Boolean(erased)) };
+  return { joins: db.raw(joinsSql('?', '?', emailSql, Boolean(erased)), bindings), reason: reasonSql(reasonUserSql ?? String(userId), emailSql, Boolean(erased)) };
 }
 
 /**
