@@ -8,6 +8,7 @@ import { createDb } from './db/knex';
 import { masterKey } from './dkim/master-key';
 import { createMailer, type Mailer } from './mail/mailer';
 import { dnsFor } from './dns';
+import { startMetricsServer } from './metrics';
 import { Worker } from './worker/worker';
 import { migrateLatest } from './db/migrate';
 import { resolveDatabase, type ResolvedDatabase } from './db/resolve';
@@ -74,6 +75,15 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     throw err;
   }
   masterKey(config); // made on first start (DATA_DIR/master.key), not at the first message
+  // METRICS_PORT: this process's own /metrics (its counters are its own); a port taken fails the start.
+  let metrics: { close(): Promise<void> } | undefined;
+  try {
+    if (config.metricsPort) metrics = await startMetricsServer({ config, db, logger }, config.metricsPort);
+  } catch (err) {
+    await db.destroy();
+    await database.stop();
+    throw err;
+  }
   const mailer = createMailer(config, { db, logger, dns: dnsFor(config) });
   const worker = new Worker({ config, db, logger, mailer });
   worker.start();
@@ -84,6 +94,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     shutdown(reason) {
       stopping ??= (async () => {
         logger.info({ reason }, 'worker stopping: finishing messages in flight');
+        await metrics?.close();
         await worker.stop();
         await mailer.close();
         await db.destroy();

@@ -84,6 +84,22 @@ const PUBLIC_OPERATIONS: PublicOperation[] = [
   },
   {
     method: 'get',
+    path: '/metrics',
+    tag: 'Service',
+    summary: 'Prometheus metrics',
+    description:
+      'Off unless METRICS_TOKEN is set (then it answers like an unknown path); with it, `Authorization: Bearer <METRICS_TOKEN>` is required. ' +
+      'Prometheus text: herald_messages_total{route,outcome}, herald_deferrals_total{reason}, herald_queue_depth, herald_queue_oldest_seconds, ' +
+      'herald_route_status{route,status}, herald_http_request_duration_seconds{method,route,status}. A standalone `herald worker` serves the same on METRICS_PORT.',
+    responses: {
+      200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: z.string() } } },
+      401: failedJson('The bearer token is missing or wrong'),
+      404: failedJson('Metrics are off (METRICS_TOKEN is not set): `Route not found`'),
+      503: failedJson('The database cannot be reached'),
+    },
+  },
+  {
+    method: 'get',
     path: '/t/open/{file}',
     tag: 'Recipient pages',
     summary: 'Open pixel',

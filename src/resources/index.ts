@@ -13,6 +13,7 @@ import { senderRoutes } from './senders/senders.router';
 import { segmentRoutes } from './segments/segments.router';
 import { notificationRoutes } from './notifications/notifications.router';
 import { reportRoutes } from './reports/reports.router';
+import { routeRoutes } from './routes/routes.router';
 import { templateRoutes } from './templates/templates.router';
 import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.router';
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
@@ -40,4 +41,5 @@ export const apiRoutes: RouteDef[] = [
   ...reportRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
+  ...routeRoutes,
 ];

@@ -31,6 +31,10 @@ export const MULTI_SHARD_EXCEPTIONS: Array<{ pattern: RegExp; why: string }> = [
     pattern: /^select "user_id" from "senders" where "verify_token_hash" = /,
     why: 'a sender verification link mailed before links named their account (src/resources/senders/senders.service.ts)',
   },
+  {
+    pattern: /^SELECT count\(\*\)::bigint AS depth, .* FROM deliveries WHERE status IN \(/,
+    why: 'GET /metrics (METRICS_TOKEN, not an API key): herald_queue_depth is the installation’s whole queue, an aggregate read on every node (src/deliveries/backlog.ts)',
+  },
 ];
 
 /**
