@@ -4,16 +4,20 @@ import { checkSenderRecords, senderRecords } from '../../resources/senders/sende
 import { listSenders } from '../../resources/senders/senders.service';
 import { deleteSuppressions, listSuppressions } from '../../resources/suppressions/suppressions.service';
 import { SUPPRESSION_TYPES } from '../../resources/suppressions/suppressions.schemas';
+import { listRoutes } from '../../resources/routes/routes.service';
+import { routeHours, type RouteHours } from '../../events/route-hours';
+import type { RouteView } from '../../routes/types';
 import { Chart, Section, Table } from '../components';
-import { count, dayLabel, when } from '../format';
+import { count, dayLabel, hourLabel, when } from '../format';
 import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { OVERVIEW_DAYS } from './overview';
 
 /**
  * Senders with the DNS records to publish (GET /sender/dns) and "check now" (POST
- * /sender/dns/check), suppressions (GET /suppressions/list, lift one), and the bounce and
- * complaint trends of the overview's days (GET /reports/overview).
+ * /sender/dns/check), the delivery routes (GET /routes) with the account's messages per route and
+ * hour, suppressions (GET /suppressions/list, lift one), and the bounce and complaint trends of the
+ * overview's days (GET /reports/overview).
  */
 const SUPPRESSIONS_PER_PAGE = 50;
 type SuppressionRow = { id: number; email: string; type: string; reason: string; diagnostic: string; source: string; created_at: string };
@@ -24,10 +28,12 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
   const type = typeof req.query.type === 'string' && (SUPPRESSION_TYPES as readonly string[]).includes(req.query.type) ? (req.query.type as (typeof SUPPRESSION_TYPES)[number]) : undefined;
   const pageNo = typeof req.query.page === 'string' && /^\d{1,6}$/.test(req.query.page) && Number(req.query.page) > 0 ? Number(req.query.page) : 1;
   const config = p.deps.config;
-  const [senders, suppressions, o] = await Promise.all([
+  const [senders, suppressions, o, routes, hours] = await Promise.all([
     listSenders(p.ctx),
     listSuppressions(p.ctx, { type }, { page: pageNo, perPage: SUPPRESSIONS_PER_PAGE }),
     overview(p.ctx, { days: OVERVIEW_DAYS, tz: p.tz }),
+    listRoutes(p.ctx, p.deps),
+    routeHours(p.ctx.db, p.ctx.userId),
   ]);
   const rows = senders.rows as Array<{ id: number; from_email: string; from_name: string; is_verified: number }>;
   const records = await Promise.all(rows.map((s) => senderRecords(p.ctx, config, s.id)));
@@ -66,6 +72,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
           </article>
         ))}
       </Section>
+      <RoutesSection routes={routes} hours={hours} tz={p.tz} />
       <Section title="Bounces and complaints" id="trends">
         <Chart
           id="chart-trends"
@@ -137,4 +144,115 @@ export async function liftSuppressionAction(req: Request, res: Response, p: Page
   const email = typeof req.body?.email === 'string' ? req.body.email.trim() : '';
   if (email) await deleteSuppressions(p.ctx, [email]);
   res.redirect(303, '/app/deliverability#suppressions');
+}
+
+const quotas = (r: RouteView) =>
+  [r.max_per_second && `${count(r.max_per_second)}/s`, r.max_per_hour && `${count(r.max_per_hour)}/h`, r.max_per_day && `${count(r.max_per_day)}/day`].filter(Boolean).join(' · ') || 'none';
+
+/** The routes the account's mail may take (the same routeViews as GET /routes) and its messages per route and hour. */
+function RoutesSection({ routes, hours, tz }: { routes: RouteView[]; hours: RouteHours; tz: string }) {
+  return (
+    <Section title="Delivery routes" id="routes">
+      <Table<RouteView>
+        name="routes"
+        caption="The relays your mail may go through"
+        rows={routes}
+        empty="No relay is configured (SMTP_URL or SMTP_ROUTES): mail goes to the outbox."
+        columns={[
+          { label: 'Route', cell: (r) => <strong>{r.name}</strong> },
+          { label: 'Status', cell: (r) => <span class={`status route-${r.status}`}>{r.status}</span> },
+          { label: 'Weight', numeric: true, cell: (r) => String(r.weight) },
+          { label: 'Quotas', cell: quotas },
+          { label: 'Sent this hour', numeric: true, cell: (r) => count(r.sent_last_hour) },
+          { label: 'Sent today', numeric: true, cell: (r) => count(r.sent_today) },
+          { label: 'Warm-up', cell: (r) => (r.warmup ? `day ${r.warmup.day}: ${count(r.warmup.cap_per_hour)}/h` : '–') },
+          { label: 'Streams', cell: (r) => r.streams.join(', ') },
+          {
+            label: 'Blocked by',
+            cell: (r) =>
+              r.blocked_providers.length
+                ? r.blocked_providers.map((b) => (
+                    <span class="blocked">
+                      {b.provider} until <time dateTime={b.until}>{when(b.until, tz)}</time>{' '}
+                    </span>
+                  ))
+                : '–',
+          },
+          {
+            label: 'Last error',
+            cell: (r) => (
+              <>
+                {r.down_since ? (
+                  <span class="muted">
+                    down since <time dateTime={r.down_since}>{when(r.down_since, tz)}</time>{' '}
+                  </span>
+                ) : null}
+                {r.last_error ? <code class="url">{r.last_error}</code> : '–'}
+              </>
+            ),
+          },
+        ]}
+      />
+      <RouteChart hours={hours} tz={tz} />
+    </Section>
+  );
+}
+
+/**
+ * Messages (delivered, deferred, bounced) per route and hour over the last 24 hours, drawn here as
+ * SVG: no script, no inline style (the page's CSP). The drawing stretches to the width (its lines
+ * keep their thickness); the labels are HTML beside it, so they stay readable on a phone.
+ */
+function RouteChart({ hours, tz }: { hours: RouteHours; tz: string }) {
+  const title = 'Messages per route per hour, last 24 hours';
+  if (hours.routes.length === 0) {
+    return (
+      <figure class="chart">
+        <figcaption>{title}</figcaption>
+        <p class="muted">No message went through a route in the last 24 hours.</p>
+      </figure>
+    );
+  }
+  const max = Math.max(1, ...hours.routes.flatMap((r) => r.perHour));
+  const x = (i: number) => i * 10;
+  const y = (n: number) => Math.round((100 - (n / max) * 95) * 100) / 100;
+  const at = (i: number) => new Date(new Date(hours.start).getTime() + i * 3_600_000).toISOString();
+  const summary = hours.routes
+    .map((r) => `${r.route}: ${count(r.totals.delivered)} delivered, ${count(r.totals.deferred)} deferred, ${count(r.totals.bounced)} bounced`)
+    .join('; ');
+  return (
+    <figure class="chart route-chart">
+      <figcaption id="route-chart-title">{title}</figcaption>
+      <div class="svg-chart-box">
+        <span class="svg-chart-max">{count(max)}</span>
+        <svg class="svg-chart" viewBox="0 0 230 100" preserveAspectRatio="none" role="img" aria-labelledby="route-chart-title route-chart-desc" focusable="false">
+          <desc id="route-chart-desc">{summary}</desc>
+          {[0, 50, 100].map((g) => (
+            <line class="grid" x1="0" x2="230" y1={String(y((g / 100) * max))} y2={String(y((g / 100) * max))} vector-effect="non-scaling-stroke" />
+          ))}
+          {hours.routes.map((r, i) => (
+            <polyline
+              class={`line s${(i % 5) + 1}`}
+              data-route={r.route}
+              points={r.perHour.map((n, h) => `${x(h)},${y(n)}`).join(' ')}
+              vector-effect="non-scaling-stroke"
+            />
+          ))}
+        </svg>
+      </div>
+      <div class="svg-chart-x" aria-hidden="true">
+        <span>{hourLabel(at(0), tz)}</span>
+        <span>{hourLabel(at(12), tz)}</span>
+        <span>{hourLabel(at(23), tz)}</span>
+      </div>
+      <ul class="legend">
+        {hours.routes.map((r, i) => (
+          <li class={`s${(i % 5) + 1}`}>
+            <span class="swatch" aria-hidden="true" />
+            {r.route}: {count(r.totals.delivered)} delivered, {count(r.totals.deferred)} deferred, {count(r.totals.bounced)} bounced
+          </li>
+        ))}
+      </ul>
+    </figure>
+  );
 }
