@@ -135,3 +135,19 @@ export const EVENTS_AFTER = (account: string, cursor: string, types: string) => 
       SELECT 1 FROM events e
       WHERE e.user_id = ${account} AND e.id > ${cursor}
         AND (cardinality(${types}) = 0 OR e.type = ANY(${types})))`;
+
+/**
+ * The routes and receiving providers named by the account's `route.blocked` events of the last
+ * `days` (the overview's warnings check which blocks still hold), each pair once.
+ */
+export async function routeBlockedPairs(db: Knex, userId: number, days: number): Promise<Array<{ route: string; provider: string }>> {
+  const rows = (await db('events')
+    .where({ user_id: userId, type: 'route.blocked' })
+    .where('occurred_at', '>', db.raw(`now() - make_interval(days => ?)`, [days]))
+    .orderBy('id', 'desc')
+    .limit(100)
+    .select(db.raw(`data->>'route' AS route`), db.raw(`data->>'provider' AS provider`))) as Array<{ route: string | null; provider: string | null }>;
+  const pairs = new Map<string, { route: string; provider: string }>();
+  for (const e of rows) if (e.route && e.provider) pairs.set(JSON.stringify([e.route, e.provider]), { route: e.route, provider: e.provider });
+  return [...pairs.values()];
+}

@@ -72,6 +72,29 @@ describe('GET /reports/overview', () => {
     expect(o.complaint_level).toBe('ok');
   });
 
+  it('a delivery route blocked for the account\'s mail is a warning while the block holds, and only for that account', async () => {
+    const b = await makeAccount(db, 'Blocked');
+    const c = await makeAccount(db, 'Not blocked');
+    const event = (route: string, provider: string) => ({ user_id: b.id, type: 'route.blocked', data: JSON.stringify({ route, provider, subject: 'blocked' }) });
+    await db('events').insert([event('ses', 'microsoft'), event('ses', 'microsoft'), event('own', 'yahoo'), event('gone', 'google')]);
+    const hour = 3_600_000;
+    await db('route_blocks').insert([
+      { route: 'ses', provider: 'microsoft', since: new Date(Date.now() - hour), until: new Date(Date.now() + 23 * hour), last_error: '550 5.7.1 (S3150)' },
+      { route: 'own', provider: 'yahoo', since: new Date(Date.now() - 25 * hour), until: new Date(Date.now() - hour), last_error: '553 [TSS09]' },
+      { route: 'other', provider: 'google', since: new Date(), until: new Date(Date.now() + hour), last_error: null },
+    ]);
+    try {
+      const o = expectShape(overviewMessage, (await api(app, b).get('/reports/overview')).body.message);
+      // Once per block (two events of one block), the expired block and a block without this account's event left out.
+      expect(o.warnings).toEqual([
+        { type: 'route', route: 'ses', provider: 'microsoft', since: expect.any(String), until: expect.any(String), diagnostic: '550 5.7.1 (S3150)' },
+      ]);
+      expect((await api(app, c).get('/reports/overview')).body.message.warnings).toEqual([]);
+    } finally {
+      await db('route_blocks').whereIn('route', ['ses', 'own', 'other']).delete();
+    }
+  });
+
   it.each([
     ['days=0', { days: ['The days must be at least 1.'] }],
     ['days=367', { days: ['The days must not be greater than 366.'] }],

@@ -19,6 +19,8 @@ function warningText(w: Warning): { text: string; href: string } {
       return { text: `Webhook ${w.url} is ${w.state === 'disabled' ? 'disabled after failing' : 'failing'}.`, href: `/app/webhooks/${w.webhook_id}` };
     case 'import':
       return { text: `The import of ${w.file_name} failed${w.error ? `: ${importError(w.error)}` : '.'}`, href: '/app/contacts#imports' };
+    case 'route':
+      return { text: `Delivery route ${w.route} is blocked by ${w.provider}${w.diagnostic ? `: ${w.diagnostic}` : '.'} Its mail to ${w.provider} goes through other routes or waits.`, href: '/app/deliverability#routes' };
   }
 }
 

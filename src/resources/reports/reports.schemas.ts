@@ -148,6 +148,14 @@ export const overviewMessage = z.strictObject({
       }),
       z.strictObject({ type: z.literal('webhook'), webhook_id: intId(), url: z.string(), state: z.enum(['failing', 'disabled']), failing_since: timestamp() }),
       z.strictObject({ type: z.literal('import'), import_id: intId(), file_name: z.string(), error: z.string().nullable(), finished_at: timestamp().nullable() }),
+      z.strictObject({
+        type: z.literal('route'),
+        route: z.string().meta({ description: 'the delivery route a receiving provider blocks' }),
+        provider: z.string().meta({ description: 'the receiving provider (google, microsoft, yahoo…, or the recipient domain)' }),
+        since: timestamp(),
+        until: timestamp().meta({ description: 'when the route is tried again for that provider (ROUTE_BLOCK_HOURS)' }),
+        diagnostic: z.string().nullable(),
+      }),
     ]),
   ),
 });

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Ctx } from '../../context';
 import { invalid, notFound1 } from '../../http/errors';
 import { abReport } from '../../ab/report';
-import { eventsWithReports } from '../../events/reads';
+import { eventsWithReports, routeBlockedPairs } from '../../events/reads';
 import { latestSentSends, statusOfSend } from '../../single-sends/rows';
 import { findOwner, OWNERS, type NamedOwnerKind } from '../../sources';
 import { SendStatus } from '../../states';
@@ -135,10 +135,11 @@ async function latestSends(ctx: Ctx): Promise<Overview['latest_sends']> {
 /**
  * What needs a person: a sending domain's record the last check found missing or different, a
  * webhook endpoint failing or disabled by its failures (a paused one is the user's choice), an
- * import that failed within the window.
+ * import that failed within the window, a delivery route blocked by a receiving provider for this
+ * account's mail (its `route.blocked` event in the window, while the block holds).
  */
 async function overviewWarnings(ctx: Ctx, days: number): Promise<Overview['warnings']> {
-  const [dns, hooks, imports] = await Promise.all([
+  const [dns, hooks, imports, blocks] = await Promise.all([
     ctx.db.raw(DNS_PROBLEMS, { userId: ctx.userId }),
     ctx
       .db('webhooks')
@@ -154,6 +155,7 @@ async function overviewWarnings(ctx: Ctx, days: number): Promise<Overview['warni
       .orderBy('id', 'desc')
       .limit(20)
       .select('id', 'file_name', 'error', 'finished_at'),
+    routeBlocks(ctx, days),
   ]);
   return [
     ...(dns.rows as Array<{ sender_id: number; domain: string; record: 'dkim' | 'spf' | 'dmarc' | 'bounce'; status: (typeof DNS_PROBLEM_STATUSES)[number]; checked_at: string | null }>).map(
@@ -173,7 +175,30 @@ async function overviewWarnings(ctx: Ctx, days: number): Promise<Overview['warni
       error: i.error,
       finished_at: i.finished_at,
     })),
+    ...blocks,
   ];
+}
+
+type RouteWarning = Extract<Overview['warnings'][number], { type: 'route' }>;
+
+/**
+ * The blocks behind this account's `route.blocked` events of the window that still hold. Two reads
+ * joined here: `events` is the account's (distributed on Citus), `route_blocks` the installation's
+ * (on the coordinator), and the block's row, not the event, says whether it still holds.
+ */
+async function routeBlocks(ctx: Ctx, days: number): Promise<RouteWarning[]> {
+  const pairs = await routeBlockedPairs(ctx.db, ctx.userId, days);
+  if (pairs.length === 0) return [];
+  const rows = (
+    await ctx.db.raw(
+      `SELECT b.route, b.provider, b.since, b.until, b.last_error AS diagnostic
+       FROM route_blocks b JOIN json_to_recordset(?::json) AS p(route text, provider text) ON p.route = b.route AND p.provider = b.provider
+       WHERE b.until > now()
+       ORDER BY b.since DESC`,
+      [JSON.stringify(pairs)],
+    )
+  ).rows as Array<Omit<RouteWarning, 'type'>>;
+  return rows.map((r) => ({ type: 'route' as const, ...r }));
 }
 
 /** Each email of an automation with its own counters, in the order they go out (NF1 for another account's). */
