@@ -53,7 +53,7 @@ import type { BaselineMode } from './lib/send-baseline';
 import { checkSamples, rssSampler } from './lib/send-checks';
 import { machineInfo, withSendBench } from './lib/send-bench';
 import { makeList, suppress, type Fixture } from './lib/send-fixture';
-import { createSend, readSenderDns, sendRow, startServe } from './lib/send-herald';
+import { createSend, readSenderDns, startServe, waitCompleted } from './lib/send-herald';
 import { ask, type Child, cpuMs, machineBusyMs } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
@@ -86,7 +86,6 @@ const BASELINE_KEY = generateKeyPairSync('rsa', {
 
 const best = (xs: number[]) => Math.max(...xs);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** --cpu-prof: CPU profiles of each sender, in bench/out/prof/<name>/ (one file per thread). */
 const profileArgs = (name: string) => (opts.has('cpu-prof') ? ['--cpu-prof', '--cpu-prof-dir', path.join(ROOT, 'bench', 'out', 'prof', name)] : []);
@@ -118,14 +117,7 @@ async function runHerald(c: Client, admin: Client, url: string, sink: Child, por
     const busy0 = machineBusyMs();
     const t0 = Date.now();
     const { utr, calledAt } = await createSend(herald.baseUrl, f.account, { senderId: f.senderId, groupId: f.groupId, typeId, name: `Bench 100k #${n}` });
-    let row = await sendRow(c, utr);
-    const deadline = Date.now() + 600_000;
-    while (row.status !== 3) {
-      if (herald.child.exitCode !== null) throw new Error(`herald exited with ${herald.child.exitCode}:\n${herald.output()}`);
-      if (Date.now() > deadline) throw new Error(`send not completed within 600 s: ${JSON.stringify(row)}`);
-      await sleep(50);
-      row = await sendRow(c, utr);
-    }
+    const row = await waitCompleted(c, utr, herald);
     const heraldCpuMs = cpuMs(herald.pid) - cpu0;
     const machine = machineShare(busy0, t0, heraldCpuMs);
     const mem = rss.stop();

@@ -22,10 +22,12 @@ export async function startServe(opts: {
   nodeArgs?: string[];
   /** Settings a benchmark changes on purpose (each one named in its README section). */
   env?: Record<string, string>;
+  /** Another build's bin/herald.js (bench/routes.ts --compare: a commit built in a worktree of its own). */
+  bin?: string;
 }): Promise<Serve> {
   const port = await freePort();
   // HERALD_BIN: another build of Herald to run (diagnostics, e.g. an instrumented copy).
-  const child = spawnNode('herald serve', process.env.HERALD_BIN ?? path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
+  const child = spawnNode('herald serve', opts.bin ?? process.env.HERALD_BIN ?? path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
     cpu: opts.cpu,
     nodeArgs: [...SERVE_NODE_ARGS, ...(opts.nodeArgs ?? [])],
     env: {
@@ -109,6 +111,19 @@ export async function sendRow(c: Client, utr: string): Promise<SendRow> {
     [utr],
   );
   return rows[0];
+}
+
+/** Polls the send's row until it is completed (status 3); fails when Herald exits or after `timeoutMs`. */
+export async function waitCompleted(c: Client, utr: string, herald: Child, timeoutMs = 600_000): Promise<SendRow> {
+  const deadline = Date.now() + timeoutMs;
+  let row = await sendRow(c, utr);
+  while (row.status !== 3) {
+    if (herald.child.exitCode !== null) throw new Error(`herald exited with ${herald.child.exitCode}:\n${herald.output()}`);
+    if (Date.now() > deadline) throw new Error(`send not completed within ${timeoutMs / 1000} s: ${JSON.stringify(row)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    row = await sendRow(c, utr);
+  }
+  return row;
 }
 
 /** The design links of the pipeline benchmarks: the Newsletter's three and two more. */

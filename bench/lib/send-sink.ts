@@ -6,8 +6,8 @@
  *
  *   → { type: 'reset', keep?: number }   start a new phase (counters and address set cleared;
  *                                        the first `keep` raw messages are kept for checks)
- *   → { type: 'stats', prefix?: string } ← { type: 'stats', ...SinkStats } (`withPrefix`: addresses
- *                                        received that start with `prefix`)
+ *   → { type: 'stats', prefix?: string, seconds?: true } ← { type: 'stats', ...SinkStats } (`withPrefix`:
+ *                                        addresses received that start with `prefix`; `bySecond` with `seconds`)
  *   ← { type: 'listening', port }        once, at start
  */
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -31,6 +31,8 @@ export interface SinkStats {
   samples: string[];
   /** Distinct addresses received that start with the prefix asked about. */
   withPrefix: number;
+  /** Asked with `seconds`: messages received in each second of the phase, as [Unix second, count], in order. */
+  bySecond?: Array<[number, number]>;
 }
 
 function startSink(): void {
@@ -49,6 +51,7 @@ function startSink(): void {
       firstAt: null as number | null,
       lastAt: null as number | null,
       samples: [] as string[],
+      bySecond: new Map<number, number>(),
     };
   }
 
@@ -76,6 +79,8 @@ function startSink(): void {
         const now = Date.now();
         p.firstAt ??= now;
         p.lastAt = now;
+        const second = Math.floor(now / 1000);
+        p.bySecond.set(second, (p.bySecond.get(second) ?? 0) + session.envelope.rcptTo.length);
         for (const r of session.envelope.rcptTo) {
           const address = r.address.toLowerCase();
           p.received += 1;
@@ -92,7 +97,7 @@ function startSink(): void {
   });
   server.on('error', (err) => process.stderr.write(`sink: ${err.message}\n`));
 
-  process.on('message', (msg: { type: string; keep?: number; prefix?: string }) => {
+  process.on('message', (msg: { type: string; keep?: number; prefix?: string; seconds?: boolean }) => {
     if (msg.type === 'reset') {
       phase = fresh(msg.keep ?? 0);
       cpuAtReset = process.cpuUsage();
@@ -111,6 +116,7 @@ function startSink(): void {
         cpuMs: Math.round((cpu.user + cpu.system) / 1000),
         samples: phase.samples,
         withPrefix: msg.prefix ? [...phase.seen].filter((a) => a.startsWith(msg.prefix!)).length : 0,
+        ...(msg.seconds ? { bySecond: [...phase.bySecond].sort((a, b) => a[0] - b[0]) } : {}),
       };
       process.send!({ type: 'stats', ...stats });
     }
