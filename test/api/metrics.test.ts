@@ -1,7 +1,11 @@
 import request from 'supertest';
+import { dnsFor } from '../../src/dns';
 import { createLogger } from '../../src/logger';
+import { createMailer } from '../../src/routes/create-mailer';
 import { countDeferral, countMessage, startMetricsServer } from '../../src/metrics';
 import { api, makeAccount, setupApp, type TestAccount } from '../helpers/app';
+import { startDnsServer } from '../helpers/dns';
+import { startSmtpSink } from '../helpers/smtp';
 
 /**
  * GET /metrics (issue 36): off without METRICS_TOKEN, the bearer token required with it, and
@@ -164,6 +168,26 @@ describe('GET /metrics', () => {
       expect(valueOf(after, 'herald_queue_oldest_seconds')).toBeGreaterThanOrEqual(599);
     } finally {
       await on.db('deliveries').where('user_id', a.id).delete();
+    }
+  });
+
+  it('a message sent through a route moves herald_messages_total{route,outcome="delivered"}', async () => {
+    const sink = await startSmtpSink();
+    const dns = await startDnsServer();
+    // The runtime router of the same process (C's RoutedMailer), on a route of its own to a sink on loopback.
+    const config = { ...on.config, routes: [{ name: 'e-metrics-live', url: sink.url, weight: 1, poolSize: 1, streams: ['marketing' as const, 'system' as const] }], dnsServers: [dns.servers] };
+    const mailer = createMailer(config, { db: on.db, logger: createLogger('silent'), dns: dnsFor(config) });
+    try {
+      const before = valueOf(await samples(), 'herald_messages_total', { route: 'e-metrics-live', outcome: 'delivered' }) ?? 0;
+      const raw = 'From: herald@herald.test\r\nTo: reader@example.com\r\nSubject: metrics\r\n\r\nHello\r\n';
+      await mailer.send({ from: 'herald@herald.test', to: 'reader@example.com', raw, stream: 'system' });
+      expect(sink.accepted).toHaveLength(1);
+      expect(valueOf(await samples(), 'herald_messages_total', { route: 'e-metrics-live', outcome: 'delivered' })).toBe(before + 1);
+    } finally {
+      await mailer.close();
+      await sink.close();
+      await dns.close();
+      await on.db('route_state').where('name', 'e-metrics-live').delete();
     }
   });
 

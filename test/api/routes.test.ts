@@ -23,6 +23,13 @@ const ROUTES = [
   { name: 'e-r-new', url: 'smtp://other:secret-of-new@new.example.net:587', max_per_hour: 500, warmup: { start: today, schedule: [20, 40, 80] } },
 ];
 const NAMES = ROUTES.map((r) => r.name);
+// Registered before setupApp's, so it runs while the pool is open: the route tables are the
+// installation's, and a block left behind would make other files' routers resolve providers.
+afterAll(async () => {
+  await db('route_state').whereIn('name', NAMES).delete();
+  await db('route_usage').whereIn('route', NAMES).delete();
+  await db('route_blocks').whereIn('route', NAMES).delete();
+});
 const { app, db } = setupApp({ SMTP_ROUTES: JSON.stringify(ROUTES) });
 let a: TestAccount;
 let b: TestAccount;
@@ -33,8 +40,7 @@ const dayStart = () => db.raw(`date_trunc('day', now())`);
 beforeAll(async () => {
   a = await makeAccount(db);
   b = await makeAccount(db);
-  // The route tables are the installation's: this file's routes start unused (names of their own,
-  // left behind for the next run to clear: the pool is closed by the time an afterAll of here runs).
+  // The route tables are the installation's: this file's routes start unused.
   await db('route_state').whereIn('name', NAMES).delete();
   await db('route_usage').whereIn('route', NAMES).delete();
   await db('route_blocks').whereIn('route', NAMES).delete();

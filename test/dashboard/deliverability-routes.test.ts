@@ -17,6 +17,11 @@ const ROUTES = [
   { name: 'e-dash-ses', url: `smtps://user:${PASSWORD}@email-smtp.example.com:465`, weight: 2, max_per_hour: 1000 },
   { name: LONG_NAME, url: 'smtp://127.0.0.1:2599', warmup: { start: new Date().toISOString().slice(0, 10), schedule: 'standard' } },
 ];
+// Before setupApp's (which closes the pool): the route tables are the installation's.
+afterAll(async () => {
+  await db('route_state').whereIn('name', ROUTES.map((r) => r.name)).delete();
+  await db('route_blocks').whereIn('route', ROUTES.map((r) => r.name)).delete();
+});
 const { app, db } = setupApp({ SMTP_ROUTES: JSON.stringify(ROUTES) });
 const outbox = setupApp();
 let a: TestAccount;
