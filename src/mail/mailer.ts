@@ -1,11 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Knex } from 'knex';
-import type { Config } from '../config';
-import type { Dns } from '../dns';
-import type { Logger } from '../logger';
-import { RoutedMailer } from '../routes/router';
 import type { Stream } from '../routes/types';
 import { SmtpPool, type SmtpPoolOptions } from './smtp-pool';
 
@@ -159,12 +154,4 @@ export function outboxMailer(dir: string): Mailer {
     },
     async close() {},
   };
-}
-
-/**
- * Where mail goes: through the delivery routes (SMTP_ROUTES, or SMTP_URL as the one route
- * `default`: src/routes/router.ts), or, with neither, to DATA_DIR/outbox.
- */
-export function createMailer(config: Config, deps: { db: Knex; logger: Logger; dns: Dns }): Mailer {
-  return config.routes.length ? new RoutedMailer(config, config.routes, deps) : outboxMailer(path.join(config.dataDir, 'outbox'));
 }

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Config } from '../config';
 import type { Dns } from '../dns';
-import { recordAccountEvent } from '../events/account-events';
 import type { Logger } from '../logger';
 import { classifySmtpError, MailError, smtpPoolOptions, type DeferReason, type Mailer, type OutgoingMail } from '../mail/mailer';
 import { SmtpPool, type SmtpFailure, type SmtpPoolOptions } from '../mail/smtp-pool';
@@ -59,6 +58,8 @@ export interface RouterDeps {
   db: Knex;
   logger: Logger;
   dns: Dns;
+  /** Records the account event `route.blocked` (src/events/account-events.ts, handed in by ./create-mailer.ts). */
+  recordBlock: (userId: number, subject: string, facts: { route: string; provider: string; diagnostic: string }) => Promise<void>;
 }
 
 /** The user name and password of each route's URL, as written and decoded: never stored or logged. */
@@ -495,13 +496,7 @@ export class RoutedMailer implements Mailer {
       if (fresh) {
         this.deps.logger.warn({ route: r.name, provider, error }, 'route blocked by a receiving provider');
         if (mail.userId !== undefined) {
-          await recordAccountEvent(
-            this.deps,
-            mail.userId,
-            'route.blocked',
-            `Route “${r.name}” is blocked by ${provider}`,
-            { route: r.name, provider, diagnostic: error.slice(0, 500) },
-          );
+          await this.deps.recordBlock(mail.userId, `Route “${r.name}” is blocked by ${provider}`, { route: r.name, provider, diagnostic: error.slice(0, 500) });
         }
       }
     } catch (err) {
