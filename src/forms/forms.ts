@@ -75,6 +75,8 @@ export interface PublicForm {
   /** The confirmation sender when it is still live and verified, else null (then no confirmation mail can go). */
   sender: PublicFormSender | null;
   captcha: Captcha;
+  /** The form row's updated_at as text (every change of the row moves it): what a cached copy is checked against (src/public/subscribe-service.ts). */
+  version: string;
 }
 
 /** The input name of a field in the HTML form and the JSON body. */
@@ -106,6 +108,7 @@ interface FormRow {
   from_email: string | null;
   reply_to_email: string | null;
   is_verified: number | null;
+  version: string;
 }
 
 interface FieldRow {
@@ -136,7 +139,7 @@ export function showFields(stored: StoredFormField[], found: Map<number, FieldRo
 }
 
 const PUBLIC_FORM_SQL = `SELECT f.id, f.user_id, f.name, f.contact_type_ids, f.fields, f.double_opt_in, f.consent_text, f.success_url,
-       f.confirm_url, f.confirmation_subject, f.confirmation_sender_id, f.captcha,
+       f.confirm_url, f.confirmation_subject, f.confirmation_sender_id, f.captcha, f.updated_at::text AS version,
        s.id AS sender_id, s.from_name, s.from_email, s.reply_to_email, s.is_verified,
        (SELECT coalesce(json_agg(json_build_object('id', ct.id, 'name', ct.name)), '[]'::json) FROM contact_types ct
          WHERE ct.user_id = ? AND ct.id = ANY(f.contact_type_ids) AND ct.deleted_at IS NULL) AS list_rows,
@@ -191,5 +194,31 @@ export async function loadPublicForm(db: Knex, ref: FormRef): Promise<PublicForm
       ? { id: row.sender_id!, fromName: row.from_name ?? '', fromEmail: row.from_email ?? '', replyTo: row.reply_to_email ?? '' }
       : null,
     captcha: row.captcha,
+    version: row.version,
   };
+}
+
+/** How long a process keeps a form it read for the public submissions (cachedPublicForm). */
+const PUBLIC_FORM_CACHE_MS = 5_000;
+const FORM_CACHE_MAX = 1_000;
+const formCache = new Map<string, { form: PublicForm; at: number }>();
+
+/**
+ * loadPublicForm's answer as this process read it within PUBLIC_FORM_CACHE_MS (issue 35: one
+ * round trip less per submission). A double opt-in submission checks the copy against the form
+ * row in its own statement (`version`: a changed or deleted form writes nothing, and the caller
+ * reads it again), so there a change of the form takes effect at once; what the copy shows
+ * otherwise — the hosted form's fields after an invalid submission, a single opt-in form, a list,
+ * sender or field deleted since — may be up to PUBLIC_FORM_CACHE_MS old. `fresh`: read it now.
+ */
+export async function cachedPublicForm(db: Knex, ref: FormRef, fresh = false): Promise<PublicForm | undefined> {
+  const key = `${ref.userId}:${ref.formId}`;
+  const hit = formCache.get(key);
+  const now = Date.now();
+  if (!fresh && hit && now - hit.at < PUBLIC_FORM_CACHE_MS) return hit.form;
+  const form = await loadPublicForm(db, ref);
+  if (formCache.size >= FORM_CACHE_MAX) formCache.clear();
+  if (form) formCache.set(key, { form, at: now });
+  else formCache.delete(key);
+  return form;
 }

@@ -26,12 +26,13 @@ function hourWindow(now = Date.now()): { hour: Date; retryAfter: number } {
 /**
  * The statement that counts one submission of a client address in this clock hour (one upsert,
  * atomic across processes), returning the hour's count `n`; and the seconds until the next hour
- * (Retry-After). A statement of its own, or a CTE of the submission's (src/public/subscribe-service.ts).
+ * (Retry-After). A statement of its own, or a CTE of the submission's (src/public/subscribe-service.ts),
+ * written when `when` (SQL) holds.
  */
-export function clientCountSql(address: string): { sql: string; bindings: Knex.RawBinding[]; retryAfter: number } {
+export function clientCountSql(address: string, when?: string): { sql: string; bindings: Knex.RawBinding[]; retryAfter: number } {
   const { hour, retryAfter } = hourWindow();
   return {
-    sql: `INSERT INTO subscribe_limits AS l (address, hour, n) VALUES (?, ?, 1)
+    sql: `INSERT INTO subscribe_limits AS l (address, hour, n) SELECT ?, ?::timestamptz, 1${when ? ` WHERE ${when}` : ''}
      ON CONFLICT (address, hour) DO UPDATE SET n = l.n + 1
      RETURNING n`,
     bindings: [address.slice(0, 100), hour],

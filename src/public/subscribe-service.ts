@@ -138,7 +138,8 @@ export async function writeContacts(trx: Knex, userId: number, email: string, fi
   return live;
 }
 
-export type SubmitOutcome = 'pending' | 'unchanged' | 'added';
+/** `stale`: the form (a copy read before, cachedPublicForm) changed or went since: nothing was written, read it again. */
+export type SubmitOutcome = 'pending' | 'unchanged' | 'added' | 'stale';
 
 /** The per-client-address limit a submission counts against (SUBSCRIBE_LIMIT_PER_HOUR; 0: none). */
 export interface ClientLimit {
@@ -208,13 +209,15 @@ async function submitDoubleOptIn(db: Knex, form: PublicForm, s: Submission, clie
       bindings.push(...part.bindings);
     };
     let retryAfter = 0;
+    // The form as the caller read it (maybe a copy a few seconds old): nothing is written, not even the count, once it changed.
+    add('frm', { sql: 'SELECT 1 AS live FROM forms WHERE user_id = ? AND id = ? AND deleted_at IS NULL AND updated_at = ?::timestamptz', bindings: [form.userId, form.formId, form.version] });
     if (withCount && counted) {
-      const count = clientCountSql(counted.address);
+      const count = clientCountSql(counted.address, 'EXISTS (SELECT 1 FROM frm)');
       retryAfter = count.retryAfter;
       add('lim', count);
       add('go', { sql: 'SELECT n <= ? AS ok FROM lim', bindings: [counted.perHour] });
     } else {
-      add('go', { sql: 'SELECT true AS ok', bindings: [] });
+      add('go', { sql: 'SELECT true AS ok FROM frm', bindings: [] });
     }
     add('chk', await checkSql(q, form.userId, s.email, s.contactTypeIds));
     const pending = {
@@ -230,8 +233,12 @@ async function submitDoubleOptIn(db: Knex, form: PublicForm, s: Submission, clie
     add('pend', pendingUpsertSql(pending, submissionTime(), 'EXISTS (SELECT 1 FROM chk WHERE chk.reason IS NULL AND chk.present < chk.lists)'));
     if (form.sender) add('job', queueConfirmationMailSql(form.userId, 'pend'));
     add('stat', countFormSubmissionSql(form.userId, form.formId, 'EXISTS (SELECT 1 FROM go WHERE go.ok)'));
-    const statement = q.raw(`WITH ${ctes.join(',\n')}\nSELECT go.ok, (SELECT count(*) FROM pend)::int AS pending FROM go`, bindings);
-    const row = (citus ? (await statement).rows[0] : (await runNamed(q, statement))[0]) as { ok: boolean; pending: number };
+    const statement = q.raw(
+      `WITH ${ctes.join(',\n')}\nSELECT EXISTS (SELECT 1 FROM frm) AS live, (SELECT ok FROM go) AS ok, (SELECT count(*) FROM pend)::int AS pending`,
+      bindings,
+    );
+    const row = (citus ? (await statement).rows[0] : (await runNamed(q, statement))[0]) as { live: boolean; ok: boolean; pending: number };
+    if (!row.live) return 'stale';
     if (!row.ok) return { retryAfter };
     return row.pending > 0 ? 'pending' : 'unchanged';
   };

@@ -3,7 +3,8 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { Knex } from 'knex';
 import type { Deps } from '../context';
 import { secret } from '../db/secrets';
-import { loadPublicForm, type PublicForm } from '../forms/forms';
+import { onCitus } from '../db/per-account';
+import { cachedPublicForm, loadPublicForm, type PublicForm } from '../forms/forms';
 import { queueConfirmationMail } from '../forms/optin-mail';
 import { isExpired, readOptinToken, type OptinRef } from '../forms/optin-token';
 import { findPending, takeMailTurn } from '../forms/pending';
@@ -67,10 +68,15 @@ function client(req: Request): Client {
 
 const wantsJson = (req: Request) => /application\/json/i.test(req.get('Accept') ?? '') || Boolean(req.is('application/json'));
 
-async function formOf(db: Knex, id: string): Promise<PublicForm | undefined> {
+/**
+ * The form a public id names. `cached`: for a submission, a copy this process read within
+ * PUBLIC_FORM_CACHE_MS (cachedPublicForm: a double opt-in submission checks it against the form
+ * in its statement; `fresh` reads it again after such a check failed); on Citus always read.
+ */
+async function formOf(db: Knex, id: string, read: 'load' | 'cached' | 'fresh' = 'load'): Promise<PublicForm | undefined> {
   if (!PUBLIC_ID.test(id)) return undefined;
   const ref = readFormPublicId(await secret(db, 'tracking'), id);
-  const form = ref && (await loadPublicForm(db, ref));
+  const form = ref && (read === 'load' || (await onCitus(db)) ? await loadPublicForm(db, ref) : await cachedPublicForm(db, ref, read === 'fresh'));
   return form && form.lists.length ? form : undefined;
 }
 
@@ -335,32 +341,47 @@ export function mountSubscribe(app: Express, deps: Deps): void {
       else sendRecipientMessage(res, 400, 'Bad request', 'The form could not be read.');
     },
     pageErrors(async (req, res) => {
-      const form = await formOf(db, String(req.params.id));
-      if (!form) return formNotFound(req, res);
-      const who = client(req);
-      const address = who.ip ?? 'unknown';
-      const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
-      const honeypot = body[HONEYPOT];
-      const read = readSubmission(form, body);
-      // A valid submission without proof of work: its address is counted in submit's transaction
-      // (one commit). Every other request is counted first, on its own, as before.
-      if (read.ok && (honeypot === undefined || honeypot === '') && form.captcha !== 'proof_of_work') {
-        const done = await submit(db, form, read.submission, who, { address, perHour: config.subscribeLimitPerHour });
-        if (typeof done === 'object') return tooMany(req, res, done.retryAfter);
-        return accepted(req, res, form);
+      // First a copy of the form read within the last seconds; read again when the submission cannot use it.
+      for (let attempt = 0; attempt < 3; attempt += 1) {
+        const form = await formOf(db, String(req.params.id), attempt === 0 ? 'cached' : 'fresh');
+        if (!form) return formNotFound(req, res);
+        if ((await submission(req, res, form, attempt === 0)) !== 'stale') return;
       }
-      const limit = await countClientSubmission(db, address, config.subscribeLimitPerHour);
-      if (!limit.ok) return tooMany(req, res, limit.retryAfter);
-      // A filled honeypot: a bot. Accepted, answered like anyone, and dropped.
-      if (honeypot !== undefined && honeypot !== '') return accepted(req, res, form);
-      const errors: FieldErrors = read.ok ? {} : read.errors;
-      if (form.captcha === 'proof_of_work') {
-        if (body.altcha === undefined || body.altcha === '') errors.altcha = ['The altcha field is required.'];
-        else if (Object.keys(errors).length === 0 && !(await spendSolution(db, body.altcha))) errors.altcha = ['The proof of work is invalid or was used already.'];
-      }
-      if (!read.ok || Object.keys(errors).length) return invalid(req, res, form, body, errors);
-      await submit(db, form, read.submission, who);
-      accepted(req, res, form);
+      throw new Error('the form changed during each of three attempts of a submission');
     }),
   );
+
+  /**
+   * A submission to `form`: answered, or `stale` (nothing written or answered) when the form
+   * changed since it was read, or — `cached`, a copy read before — when this submission is not a
+   * valid double opt-in one, the only kind whose statement checks the copy (cachedPublicForm).
+   */
+  async function submission(req: Request, res: Response, form: PublicForm, cached: boolean): Promise<'stale' | undefined> {
+    const who = client(req);
+    const address = who.ip ?? 'unknown';
+    const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
+    const honeypot = body[HONEYPOT];
+    const read = readSubmission(form, body);
+    // A valid submission without proof of work: its address is counted in submit's transaction
+    // (one commit). Every other request is counted first, on its own, as before.
+    if (read.ok && (honeypot === undefined || honeypot === '') && form.captcha !== 'proof_of_work' && (form.doubleOptIn || !cached)) {
+      const done = await submit(db, form, read.submission, who, { address, perHour: config.subscribeLimitPerHour });
+      if (done === 'stale') return done;
+      if (typeof done === 'object') return void tooMany(req, res, done.retryAfter);
+      return void accepted(req, res, form);
+    }
+    if (cached) return 'stale';
+    const limit = await countClientSubmission(db, address, config.subscribeLimitPerHour);
+    if (!limit.ok) return void tooMany(req, res, limit.retryAfter);
+    // A filled honeypot: a bot. Accepted, answered like anyone, and dropped.
+    if (honeypot !== undefined && honeypot !== '') return void accepted(req, res, form);
+    const errors: FieldErrors = read.ok ? {} : read.errors;
+    if (form.captcha === 'proof_of_work') {
+      if (body.altcha === undefined || body.altcha === '') errors.altcha = ['The altcha field is required.'];
+      else if (Object.keys(errors).length === 0 && !(await spendSolution(db, body.altcha))) errors.altcha = ['The proof of work is invalid or was used already.'];
+    }
+    if (!read.ok || Object.keys(errors).length) return void invalid(req, res, form, body, errors);
+    if ((await submit(db, form, read.submission, who)) === 'stale') return 'stale';
+    return void accepted(req, res, form);
+  }
 }

@@ -138,6 +138,26 @@ describe('the hosted form', () => {
 });
 
 describe('a submission to a double opt-in form', () => {
+  it('a change or deletion of the form applies to the next submission, though the process keeps a copy of the form for a few seconds', async () => {
+    const form = await makeForm(account, [list]);
+    expect((await postJson(`/subscribe/${form.publicId}`, { email: 'copy1@example.com', consent: '1' })).status).toBe(200);
+    // Renamed and made to require the first name: the copy read by the first submission is stale.
+    const fields = [
+      { field_id: await fieldId('email'), required: 1, label: 'Email' },
+      { field_id: await fieldId('first_name'), required: 1, label: 'First name' },
+    ];
+    await db('forms').where({ user_id: account.id, id: form.id }).update({ fields: JSON.stringify(fields), updated_at: db.fn.now() });
+    const refused = await postJson(`/subscribe/${form.publicId}`, { email: 'copy2@example.com', consent: '1' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual({ first_name: ['The first name field is required.'] });
+    expect(await pendingOf('copy2@example.com')).toBeUndefined();
+    expect((await postJson(`/subscribe/${form.publicId}`, { email: 'copy3@example.com', first_name: 'Cy', consent: '1' })).status).toBe(200);
+    expect(await pendingOf('copy3@example.com')).toMatchObject({ fields: { reserved: { first_name: 'Cy' } } });
+    await db('forms').where({ user_id: account.id, id: form.id }).update({ deleted_at: db.fn.now() });
+    expect((await postJson(`/subscribe/${form.publicId}`, { email: 'copy4@example.com', first_name: 'Cy', consent: '1' })).status).toBe(404);
+    expect(await pendingOf('copy4@example.com')).toBeUndefined();
+  });
+
   it('records a pending subscription (no contact) and queues one confirmation mail; the JSON answer has CORS', async () => {
     const form = await makeForm(account, [list]);
     const res = await post(`/subscribe/${form.publicId}`, { email: 'Ann@Example.com', first_name: 'Ann', consent: '1' });
