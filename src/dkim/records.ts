@@ -29,18 +29,21 @@ export interface DomainRecords {
   records: DnsRecord[];
 }
 
-type RecordConfig = Pick<Config, 'masterKey' | 'dataDir' | 'bounceDomain' | 'inboundHostname' | 'smtpUrl'>;
+type RecordConfig = Pick<Config, 'masterKey' | 'dataDir' | 'bounceDomain' | 'inboundHostname' | 'routes'>;
 
 export const dkimValue = (key: Pick<KeyRow, 'public_key'>) => `v=DKIM1; k=rsa; p=${key.public_key}`;
 
 /**
- * The SPF mechanism that allows Herald's mail: the SMTP relay Herald hands mail to, else the
- * inbound host — `a:` for a host name, `ip4:`/`ip6:` for an address (`a:` takes a domain only).
+ * The SPF mechanisms that allow Herald's mail: each relay Herald hands mail to (every delivery
+ * route's host, in the order configured, once each; SMTP_URL alone is one), else the inbound host
+ * — `a:` for a host name, `ip4:`/`ip6:` for an address (`a:` takes a domain only).
  */
-function spfMechanism(config: RecordConfig): string {
-  const host = (config.smtpUrl ? new URL(config.smtpUrl).hostname : config.inboundHostname).replace(/^\[(.*)\]$/, '$1');
-  const family = isIP(host);
-  return family ? `ip${family}:${host}` : `a:${host}`;
+export function spfMechanisms(config: RecordConfig): string[] {
+  const hosts = config.routes.length ? config.routes.map((r) => new URL(r.url).hostname) : [config.inboundHostname];
+  return [...new Set(hosts.map((h) => h.replace(/^\[(.*)\]$/, '$1').toLowerCase()))].map((host) => {
+    const family = isIP(host);
+    return family ? `ip${family}:${host}` : `a:${host}`;
+  });
 }
 
 function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsRecord[] {
@@ -57,7 +60,7 @@ function describe(config: RecordConfig, domain: string, keys: KeyRow[]): DnsReco
     records.push({ purpose: 'bounce', type: 'MX', host: config.bounceDomain, value: `10 ${config.inboundHostname}`, status: status('bounce') });
   }
   records.push(
-    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 ${spfMechanism(config)} ~all`, status: status('spf') },
+    { purpose: 'spf', type: 'TXT', host: config.bounceDomain ?? domain, value: `v=spf1 ${spfMechanisms(config).join(' ')} ~all`, status: status('spf') },
     { purpose: 'dmarc', type: 'TXT', host: `_dmarc.${domain}`, value: 'v=DMARC1; p=none; adkim=r; aspf=r', status: status('dmarc') },
   );
   return records;
@@ -103,8 +106,9 @@ async function checkOne(dns: Dns, config: RecordConfig, record: DnsRecord, key: 
     case 'spf': {
       const spf = (await dns.txt(record.host)).filter((t) => /^v=spf1(\s|$)/i.test(t));
       if (!spf.length) return DnsRecordStatus.Missing;
-      const wanted = spfMechanism(config).toLowerCase();
-      return spf.length === 1 && spf[0].toLowerCase().split(/\s+/).some((m) => m.replace(/^[+?~-]/, '') === wanted) ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
+      // Verified when the one SPF record allows every relay (its mechanisms in any order, among others).
+      const published = new Set(spf.length === 1 ? spf[0].toLowerCase().split(/\s+/).map((m) => m.replace(/^[+?~-]/, '')) : []);
+      return spf.length === 1 && spfMechanisms(config).every((m) => published.has(m)) ? DnsRecordStatus.Verified : DnsRecordStatus.Mismatch;
     }
     case 'dmarc': {
       const dmarc = (await dns.txt(record.host)).filter((t) => /^v=DMARC1\s*(;|$)/i.test(t));
