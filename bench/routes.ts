@@ -47,7 +47,7 @@ import { args } from './lib/setup';
 import { machineInfo, withSendBench, type SendBench } from './lib/send-bench';
 import { makeList } from './lib/send-fixture';
 import { createSend, readSenderDns, startServe, waitCompleted } from './lib/send-herald';
-import { ask, BENCH_LIB, type Child, nextMessage, spawnNode } from './lib/send-procs';
+import { ask, BENCH_LIB, type Child, cpuMs, nextMessage, spawnNode } from './lib/send-procs';
 import type { SinkStats } from './lib/send-sink';
 
 const opts = args();
@@ -88,7 +88,8 @@ interface Build {
 
 /**
  * Herald at `ref`, built in a worktree of its own (/tmp/herald-<sha7>, made and `npm ci`-ed the first
- * time; later runs reuse it, rebuilding only when its sources differ from its dist/).
+ * time, or given another worktree's node_modules when their package-lock.json is the same; later runs
+ * reuse it, rebuilding only when its sources differ from its dist/).
  */
 function worktreeBuild(ref: string): Build {
   const sha = git(ROOT, 'rev-parse', '--verify', `${ref}^{commit}`);
@@ -102,7 +103,16 @@ function worktreeBuild(ref: string): Build {
     if (r.status !== 0) throw new Error(`${cmd} ${a.join(' ')} failed in ${dir}:\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`);
     log(`${sha.slice(0, 7)}: ${cmd} ${a.join(' ')} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   };
-  if (!fs.existsSync(path.join(dir, 'node_modules'))) step('npm', ['ci', '--no-audit', '--no-fund']);
+  if (!fs.existsSync(path.join(dir, 'node_modules'))) {
+    // Another build's node_modules of the same package-lock.json: hard-linked (seconds, no disk), else npm ci (minutes).
+    const lock = fs.readFileSync(path.join(dir, 'package-lock.json'), 'utf8');
+    const twin = fs
+      .readdirSync(os.tmpdir())
+      .map((d) => path.join(os.tmpdir(), d))
+      .find((d) => /herald-[0-9a-f]{7}$/.test(d) && d !== dir && fs.existsSync(path.join(d, 'node_modules', '.package-lock.json')) && fs.readFileSync(path.join(d, 'package-lock.json'), 'utf8') === lock);
+    if (twin) step('cp', ['-al', path.join(twin, 'node_modules'), path.join(dir, 'node_modules')]);
+    else step('npm', ['ci', '--no-audit', '--no-fund']);
+  }
   step('node', ['scripts/build.js', '--if-changed']);
   return { ref, sha, dir, bin: path.join(dir, 'bin', 'herald.js') };
 }
@@ -136,6 +146,8 @@ interface Run {
   /** The send's `delivered` events by data.route ('' when none: the build before routes). */
   deliveredEventsByRoute: Record<string, number>;
   sinks: Seen[];
+  /** Herald's CPU time (user + system) per message: less at the mercy of the neighbours than its rate. */
+  heraldCpuMsPerMessage: number;
   /** 1-minute load average before and after the run; the CPUs' busy share in the second before it. */
   load: [number, number];
   cpuBusyBefore: number;
@@ -153,9 +165,11 @@ async function timedSend(b: SendBench, typeId: number, sinks: Child[], build: Bu
     try {
       await readSenderDns(herald.baseUrl, b.f.account, b.f.senderId);
       for (const s of sinks) await ask(s, { type: 'reset', keep: 0 });
+      const cpu0 = cpuMs(herald.pid);
       const { utr, calledAt } = await createSend(herald.baseUrl, b.f.account, { senderId: b.f.senderId, groupId: b.f.groupId, typeId, name: `Routes ${label} #${n}` });
       const row = await waitCompleted(b.c, utr, herald);
       const load1 = os.loadavg()[0];
+      const heraldCpuMs = cpuMs(herald.pid) - cpu0;
       const ms = row.completed_at!.getTime() - calledAt;
       const seen = await Promise.all(sinks.map((s) => ask<SinkStats>(s, { type: 'stats', seconds: true })));
       const events = await b.c.query<{ route: string; n: number }>(
@@ -170,11 +184,12 @@ async function timedSend(b: SendBench, typeId: number, sinks: Child[], build: Bu
         statistics: { triggered: row.triggered, delivered: row.delivered, bounces: row.bounces },
         deliveredEventsByRoute: Object.fromEntries(events.rows.map((r) => [r.route, r.n])),
         sinks: seen.map(({ samples: _samples, ...s }) => s),
+        heraldCpuMsPerMessage: round(heraldCpuMs / Math.max(1, row.delivered)),
         load: [round(load0, 2), round(load1, 2)],
         cpuBusyBefore,
       };
       log(
-        `${label} #${n}: ${run.rate.toFixed(0)} msg/s (${(ms / 1000).toFixed(1)} s; sinks ${run.sinks.map((s) => s.received).join(' + ')}); ` +
+        `${label} #${n}: ${run.rate.toFixed(0)} msg/s (${(ms / 1000).toFixed(1)} s, ${run.heraldCpuMsPerMessage} ms of Herald's CPU a message; sinks ${run.sinks.map((s) => s.received).join(' + ')}); ` +
           `load ${run.load.map((x) => x.toFixed(2)).join(' → ')}, CPUs busy before ${(cpuBusyBefore * 100).toFixed(0)} %`,
       );
       return run;
@@ -195,11 +210,22 @@ async function alternate(pairs: number, a: (n: number) => Promise<Run>, b: (n: n
     runs.push({ side: 'a', run: await a(n) });
     runs.push({ side: 'b', run: await b(n) });
   }
-  const ratios = runs.slice(1).map((x, i) => {
-    const [ra, rb] = x.side === 'a' ? [x.run, runs[i].run] : [runs[i].run, x.run];
-    return round(ra.rate / rb.rate);
-  });
-  return { a: runs.filter((x) => x.side === 'a').map((x) => x.run), b: runs.filter((x) => x.side === 'b').map((x) => x.run), ratios, median: median(ratios) };
+  /** a's figure over b's of every adjacent pair of runs. */
+  const ofPairs = (pick: (r: Run) => number) =>
+    runs.slice(1).map((x, i) => {
+      const [ra, rb] = x.side === 'a' ? [x.run, runs[i].run] : [runs[i].run, x.run];
+      return round(pick(ra) / pick(rb));
+    });
+  const ratios = ofPairs((r) => r.rate);
+  // Herald's CPU per message, the same way (above 1: a costs more).
+  const cpuRatios = ofPairs((r) => r.heraldCpuMsPerMessage);
+  return {
+    a: runs.filter((x) => x.side === 'a').map((x) => x.run),
+    b: runs.filter((x) => x.side === 'b').map((x) => x.run),
+    ratios,
+    median: median(ratios),
+    cpu: { ratios: cpuRatios, median: median(cpuRatios) },
+  };
 }
 
 /** Every recipient received exactly once over the sinks, and the send's statistics agree. */
@@ -276,6 +302,7 @@ async function compare(b: SendBench, typeId: number, head: Build, before: Build,
     before: { ref: before.ref, sha: before.sha },
     target: { headOverBeforeMedian: TARGET_RATIO, median: alt.median, pass },
     ratios: alt.ratios,
+    heraldCpuPerMessageHeadOverBefore: alt.cpu,
     checks,
     runs: { head: alt.a, before: alt.b },
     totalMs: Date.now() - started,
@@ -287,6 +314,8 @@ async function compare(b: SendBench, typeId: number, head: Build, before: Build,
       `  HEAD msg/s:   ${rateList(alt.a)}   (load ${loads(alt.a)})`,
       `  before msg/s: ${rateList(alt.b)}   (load ${loads(alt.b)})`,
       ratioLine('HEAD / before, adjacent runs', alt),
+      `  Herald CPU ms a message: HEAD ${alt.a.map((r) => r.heraldCpuMsPerMessage).join(', ')}; before ${alt.b.map((r) => r.heraldCpuMsPerMessage).join(', ')}`,
+      ratioLine('CPU a message, HEAD / before', alt.cpu) + '  (for reference)',
       `  target: HEAD ≥ ${TARGET_RATIO * 100} % of before (median) — ${pass ? 'PASS' : 'FAIL'}`,
       checksLine(checks),
       '',
@@ -325,6 +354,7 @@ async function routes(b: SendBench, typeId: number, head: Build, started: number
       routes: names,
       target: { busyShare: BUSY_SHARE, edge: EDGE, sigmas: SIGMAS, pass },
       totalOverOneRoute: { ratios: alt.ratios, median: alt.median },
+      heraldCpuPerMessageOverOneRoute: alt.cpu,
       spreads,
       checks,
       runs: { routes: alt.a.map((r) => ({ ...r, sinks: r.sinks.map(({ bySecond: _s, ...x }) => x) })), oneRoute: alt.b.map((r) => ({ ...r, sinks: r.sinks.map(({ bySecond: _s, ...x }) => x) })) },
@@ -337,6 +367,7 @@ async function routes(b: SendBench, typeId: number, head: Build, started: number
         `  ${ROUTES} routes msg/s: ${rateList(alt.a)}   (load ${loads(alt.a)})`,
         `  one route msg/s: ${rateList(alt.b)}   (load ${loads(alt.b)})`,
         ratioLine(`${ROUTES} routes / one route, adjacent`, alt),
+        ratioLine(`CPU a message, ${ROUTES} routes / one`, alt.cpu) + '  (for reference)',
         ...spreads.map(
           (s, i) =>
             `  run ${i + 1}: split ${s.sinks.map((x) => x.received).join(' / ')} (±${s.tolerance} allowed), every sink busy in ${(s.busyShare * 100).toFixed(1)} % of the middle's ${s.middleSeconds} s, ` +
