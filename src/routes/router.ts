@@ -10,6 +10,7 @@ import { classifyFailure } from './patterns';
 import { accountRoutes } from './pinning';
 import { providerOf } from './providers';
 import {
+  addUsage,
   claimProbe,
   endThrottle,
   ensureRoutes,
@@ -116,6 +117,8 @@ class Route {
   /** The earliest time the bucket will have a token, as the last empty grant said. */
   tokensAt = 0;
   reservations: Partial<Record<Period, Reservation>> = {};
+  /** Messages sent in a period the route has no cap for (nothing reserved them), not yet added to route_usage. */
+  unflushed: Partial<Record<Period, Reservation>> = {};
   reserving: Partial<Record<Period, Promise<number>>> = {};
   /** Messages handed to it this second and the last: the rate it was sending at, when a throttle has no max_per_second to halve. */
   second = { at: 0, n: 0, previous: 0 };
@@ -190,6 +193,8 @@ export class RoutedMailer implements Mailer {
   private ensured = false;
   private closed = false;
   private readonly pins = new Map<number, { at: number; names: string[] | null }>();
+  /** Tallies of past periods not yet added to route_usage (flushUsage). */
+  private readonly pendingUsage: Array<{ route: string; period: Period; start: Date; n: number }> = [];
 
   constructor(
     config: Config,
@@ -293,6 +298,7 @@ export class RoutedMailer implements Mailer {
       try {
         await chosen.pool.send(mail.from, mail.to, mail.raw);
         this.answered(chosen);
+        this.tally(chosen, now);
         return chosen.name;
       } catch (err) {
         const e = (err ?? {}) as SmtpFailure;
@@ -374,8 +380,7 @@ export class RoutedMailer implements Mailer {
       }
       r.tokens -= 1;
     }
-    const warm = cfg.warmup ? warmupCap(cfg.warmup, new Date(now)) : null;
-    const hourCap = Math.min(cfg.maxPerHour ?? Infinity, warm?.capPerHour ?? Infinity);
+    const { warm, hourCap } = this.caps(r, now);
     const checks: Array<[Period, number, DeferReason]> = [];
     if (cfg.maxPerDay) checks.push(['day', cfg.maxPerDay, 'quota']);
     if (hourCap !== Infinity) checks.push(['hour', hourCap, warm && warm.capPerHour <= (cfg.maxPerHour ?? Infinity) ? 'warmup' : 'quota']);
@@ -390,6 +395,51 @@ export class RoutedMailer implements Mailer {
       got.push(period);
     }
     return true;
+  }
+
+  /** The route's warm-up now and its hourly cap (Infinity: none). */
+  private caps(r: Route, now: number): { warm: { day: number; capPerHour: number } | null; hourCap: number } {
+    const warm = r.cfg.warmup ? warmupCap(r.cfg.warmup, new Date(now)) : null;
+    return { warm, hourCap: Math.min(r.cfg.maxPerHour ?? Infinity, warm?.capPerHour ?? Infinity) };
+  }
+
+  /**
+   * A message sent: counted for each period the route has no cap for (a capped period's reservation
+   * counted it already), added to route_usage with the next refresh — not a statement per message.
+   */
+  private tally(r: Route, now: number): void {
+    const uncapped: Period[] = [];
+    if (this.caps(r, now).hourCap === Infinity) uncapped.push('hour');
+    if (!r.cfg.maxPerDay) uncapped.push('day');
+    for (const period of uncapped) {
+      const start = startOf(period, now);
+      const held = r.unflushed[period];
+      if (held && held.start === start) held.left += 1;
+      else {
+        if (held) this.pendingUsage.push({ route: r.name, period, start: new Date(held.start), n: held.left });
+        r.unflushed[period] = { start, left: 1 };
+      }
+    }
+  }
+
+  /** The tallies of every route (and those of past periods) to route_usage; kept for the next time when the write fails. */
+  private async flushUsage(): Promise<void> {
+    const counts = this.pendingUsage.splice(0);
+    for (const r of this.routes) {
+      for (const period of ['hour', 'day'] as const) {
+        const held = r.unflushed[period];
+        if (!held?.left) continue;
+        counts.push({ route: r.name, period, start: new Date(held.start), n: held.left });
+        held.left = 0;
+      }
+    }
+    if (counts.length === 0) return;
+    try {
+      await addUsage(this.deps.db, counts);
+    } catch (err) {
+      this.pendingUsage.push(...counts);
+      this.deps.logger.error({ err }, 'route: messages sent could not be counted; counting them later');
+    }
   }
 
   private async grant(r: Route, rate: number): Promise<void> {
@@ -539,6 +589,7 @@ export class RoutedMailer implements Mailer {
     const now = Date.now();
     try {
       await this.ensure();
+      await this.flushUsage();
       const view = await readShared(
         this.deps.db,
         this.routes.map((r) => r.name),
@@ -622,8 +673,7 @@ export class RoutedMailer implements Mailer {
       return !!held && held.start === startOf(period, now) && held.left > 0;
     };
     if (cfg.maxPerDay && r.used.day >= cfg.maxPerDay && !hasLeft('day')) return startOf('day', now) + DAY_MS;
-    const warm = cfg.warmup ? warmupCap(cfg.warmup, new Date(now)) : null;
-    const hourCap = Math.min(cfg.maxPerHour ?? Infinity, warm?.capPerHour ?? Infinity);
+    const { hourCap } = this.caps(r, now);
     if (r.used.hour >= hourCap && !hasLeft('hour')) return startOf('hour', now) + HOUR_MS;
     return null;
   }
@@ -633,6 +683,7 @@ export class RoutedMailer implements Mailer {
     this.closed = true;
     for (const r of this.routes) r.pool.close();
     await this.refreshing?.catch(() => undefined);
+    await this.flushUsage();
     for (const r of this.routes) {
       for (const period of ['hour', 'day'] as const) {
         const held = r.reservations[period];

@@ -216,6 +216,21 @@ export async function returnUsage(db: Knex, route: string, period: Period, start
 }
 
 /**
+ * Messages a process sent through routes without a cap for the period (nothing reserved them),
+ * added to the period's counters in one statement: GET /routes shows every route's hour and day.
+ */
+export async function addUsage(db: Knex, counts: Array<{ route: string; period: Period; start: Date; n: number }>): Promise<void> {
+  const rows = counts.filter((c) => c.n > 0).map((c) => ({ route: c.route, period: c.period, period_start: c.start.toISOString(), n: c.n }));
+  if (rows.length === 0) return;
+  await db.raw(
+    `INSERT INTO route_usage (route, period, period_start, used)
+     SELECT route, period, period_start, n FROM json_to_recordset(?::json) AS v(route text, period text, period_start timestamptz, n integer)
+     ON CONFLICT (route, period, period_start) DO UPDATE SET used = route_usage.used + EXCLUDED.used`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/**
  * The route is blocked by `provider` until `until`. Returns whether the block is new (no block
  * of that provider on that route was in force): only a new one is announced.
  */

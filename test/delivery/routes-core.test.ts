@@ -110,6 +110,23 @@ test('messages split by weight among the routes, and send() names the route', as
   expect(Math.abs(routes['w-heavy'] - 300)).toBeLessThan(44);
 });
 
+test('a route without caps counts its messages too (GET /routes shows every route\'s hour and day), written in the background, not per message', async () => {
+  const relay = await sink();
+  const routes = [{ name: 'u-uncapped', url: relay.url }];
+  const first = routed(routes).mailer;
+  const second = routed(routes).mailer;
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? first : second).send(mail(`u${i}@example.test`))));
+  expect(results.every((r) => r!.route === 'u-uncapped')).toBe(true);
+  const used = async () =>
+    Object.fromEntries(
+      ((await db('route_usage').where({ route: 'u-uncapped' }).select('period', 'used')) as Array<{ period: string; used: number }>).map((u) => [u.period, u.used]),
+    );
+  // Counted in the process until the next refresh of the shared state (or close): both processes' ten then.
+  await first.close();
+  await second.close();
+  expect(await used()).toEqual({ hour: 10, day: 10 });
+});
+
 test('max_per_hour holds across two processes on one database, and the one over it is deferred with its reason', async () => {
   const relay = await sink();
   const routes = [{ name: 'q-hourly', url: relay.url, max_per_hour: 7 }];

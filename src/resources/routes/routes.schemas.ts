@@ -18,10 +18,10 @@ export const routeRecord = z.object({
   max_per_day: quota('Messages a day at most'),
   streams: z.array(z.enum(STREAMS as [string, ...string[]])).meta({ description: '`marketing` (sends, automations) and/or `system` (Herald’s own mail)' }),
   sent_last_hour: z.number().int().meta({
-    description: 'Messages handed to it in the current hour by the whole installation, as its hourly cap (max_per_hour or warm-up) counts them; 0 when it has none (not counted)',
+    description: 'Messages handed to it in the current UTC hour by the whole installation. With an hourly cap (max_per_hour or warm-up) it is what the cap counts, including messages a process has reserved and not yet sent; without one, messages sent, each process adding its own every 2 seconds',
   }),
   sent_today: z.number().int().meta({
-    description: 'Messages handed to it in the current UTC day by the whole installation, as max_per_day counts them; 0 when it has none (not counted)',
+    description: 'Messages handed to it in the current UTC day by the whole installation, counted as sent_last_hour is (with max_per_day: what the cap counts)',
   }),
   warmup: z
     .object({ day: z.number().int(), cap_per_hour: z.number().int() })
