@@ -187,6 +187,26 @@ test('a relay that refuses connections goes down after ROUTE_DOWN_AFTER; its mes
   expect(back.accepted.length).toBeLessThan(45);
 });
 
+test('a connection lost after the body went out is half-sent: retried as before (an attempt used, never moved at once to another route), and a failure of the route', async () => {
+  const [hanging, other] = [await sink({ data: () => 'hang' }), await sink()];
+  const { mailer } = routed(
+    [
+      { name: 'h-hangs', url: hanging.url, weight: 1_000_000 },
+      { name: 'h-other', url: other.url, weight: 1 },
+    ],
+    { SMTP_TIMEOUT_MS: '1000' },
+  );
+  const r = await outcome(mailer, mail('half@example.test'));
+  // The body reached the relay, which never answered: it may have been delivered, so no second route now.
+  expect(hanging.hung.get('half@example.test')).toBe(1);
+  expect(other.accepted).toHaveLength(0);
+  expect(r.error).toBeInstanceOf(MailError);
+  expect(r.error!.permanent).toBe(false);
+  expect(r.error!.deferUntil).toBeUndefined();
+  expect(r.error!.route).toBe('h-hangs');
+  expect((await state('h-hangs')).consecutive_failures).toBe(1);
+});
+
 test('a route with no other to turn to defers (down), without an attempt and without a bounce', async () => {
   const gone = await sink();
   const port = gone.port;
