@@ -1,3 +1,4 @@
+import { isCitus } from '../../src/db/citus';
 import { makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { perSecond, useRouting, type RouteDoc } from '../helpers/relays';
@@ -24,10 +25,16 @@ const SCENARIO_MS = patient(180_000);
 const accounts: Array<{ a: TestAccount; sender: number; group: number }> = [];
 
 beforeAll(async () => {
-  for (const name of ['Quota one', 'Quota two']) {
-    const a = await makeAccount(db, name);
-    accounts.push({ a, sender: await makeSender(db, a), group: await makeGroup(db, a, 'News') });
+  // On Citus the two accounts' rows must sit on different shards (made until they do; 31 in 32 the first time).
+  const shardOf = async (id: number): Promise<string | null> =>
+    (await isCitus(db)) ? String((await db.raw('SELECT get_shard_id_for_distribution_column(?::regclass, ?::integer) AS shard', ['deliveries', id])).rows[0].shard) : null;
+  const first = await makeAccount(db, 'Quota one');
+  let second = await makeAccount(db, 'Quota two');
+  for (let i = 0; i < 10 && (await shardOf(first.id)) !== null && (await shardOf(first.id)) === (await shardOf(second.id)); i += 1) {
+    second = await makeAccount(db, `Quota two (${i})`);
   }
+  if ((await shardOf(first.id)) !== null) expect(await shardOf(first.id)).not.toBe(await shardOf(second.id));
+  for (const a of [first, second]) accounts.push({ a, sender: await makeSender(db, a), group: await makeGroup(db, a, 'News') });
 });
 
 /** Two worker processes sending through `route` only; resolves once both are polling. */
