@@ -39,6 +39,8 @@ const NOT_RUN: Array<{ line: string; why: string }> = [
   { line: 'npm run build', why: '.ci/run runs npm ci (prepare → build), npm run lint, npm run typecheck and npm test' },
   { line: 'docker compose up --build', why: 'no Docker on the CI machine (the images are not in a package registry it reaches)' },
   { line: 'BOUNCE_IMAP_URL=', why: 'needs an IMAP mailbox; test/bounces runs the follower against a local Dovecot' },
+  { line: 'SMTP_ROUTES_FILE=', why: 'needs the relays it names; test/delivery/routes-*.test.ts run routes documents against SMTP servers on loopback, test/api/routes-config.test.ts the refusals at start' },
+  { line: 'account routes --id', why: 'needs SMTP_ROUTES with the route it names (this check sends to the outbox); test/api/account-routes-cli.test.ts runs the command' },
 ];
 /** Single lines of run blocks that are left out, and why. */
 const LINES_NOT_RUN: Array<{ line: string; why: string }> = [
