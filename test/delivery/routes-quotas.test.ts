@@ -39,7 +39,9 @@ beforeAll(async () => {
 
 /** Two worker processes sending through `route` only; resolves once both are polling. */
 async function startWorkers(route: RouteDoc): Promise<Proc[]> {
-  const env = heraldEnv(databaseUrl, { ...rig.env, SMTP_ROUTES: JSON.stringify([route]), SEND_BATCH_SIZE: '20', SEND_CONCURRENCY: '5' });
+  // A lease of a minute: held to the quota, a claimed row can wait in its worker for seconds before it goes, longer
+  // than the fault tests' short lease (heraldEnv), which would let the other worker take it over and send it twice.
+  const env = heraldEnv(databaseUrl, { ...rig.env, SMTP_ROUTES: JSON.stringify([route]), SEND_BATCH_SIZE: '20', SEND_CONCURRENCY: '5', SEND_LEASE_MS: '60000' });
   const workers = [startWorker('worker-1', env), startWorker('worker-2', env)];
   await Promise.all(workers.map((w) => w.ready));
   return workers;
