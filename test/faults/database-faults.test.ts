@@ -150,6 +150,8 @@ describe('PostgreSQL restarted under API load', () => {
   it('answers 503 envelopes during the outage, never hangs or crashes, and recovers without a restart', async () => {
     const load = apiLoad(6);
     await sleep(1000);
+    // At least a second and 11 answers before the stop (a loaded machine answers fewer in a second).
+    await waitFor('11 answers before the stop', () => load.calls.length > 10, { timeoutMs: 20_000, describe: () => JSON.stringify(load.calls.slice(-5)) });
 
     const stopAt = Date.now();
     await cluster.stop();
