@@ -24,7 +24,8 @@ USER herald
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# V8's allocation-site pretenuring off on node's command line, as npm start and bin/herald.js's
-# shebang do (docs/decisions.md, "Delivery: V8's pretenuring off").
-ENTRYPOINT ["node", "--no-allocation-site-pretenuring", "bin/herald.js"]
+# V8's allocation-site pretenuring off and 8 MB semi-spaces on node's command line, as npm start
+# and bin/herald.js's shebang do (docs/decisions.md, "Delivery: V8's pretenuring off" and "The
+# young generation").
+ENTRYPOINT ["node", "--no-allocation-site-pretenuring", "--max-semi-space-size=8", "bin/herald.js"]
 CMD ["serve"]

@@ -27,7 +27,7 @@ import { median, writeResult } from './lib/sample';
 import { args } from './lib/setup';
 import { withSendBench } from './lib/send-bench';
 import { makeList } from './lib/send-fixture';
-import { claimBatch, recordOutcomes, RECORD_OUTCOMES_SQL, type ClaimedRow, type SendOutcome } from '../src/deliveries/queue';
+import { claimBatch, outcomeValues, recordOutcomes, RECORD_OUTCOMES_SQL, type ClaimedRow, type SendOutcome } from '../src/deliveries/queue';
 import { DeliveryStatus } from '../src/states';
 
 const opts = args();
@@ -48,14 +48,9 @@ const nodeCpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-/** The outcome alone, as recordOutcomes writes it, without its event and statistics. */
+/** The outcome alone, as recordOutcomes writes it (the same records), without its event and statistics. */
 async function outcomeOnly(db: knexLib.Knex, rows: ClaimedRow[], outcomes: SendOutcome[]): Promise<void> {
-  const now = new Date().toISOString();
-  const values = rows.map((r, i) => {
-    const o = outcomes[i] as Extract<SendOutcome, { status: typeof DeliveryStatus.Sent }>;
-    return { id: r.id, user_id: r.user_id, attempts: r.attempts, status: o.status, sent_at: now, message_id: o.messageId, error: null, retry_at: null, code: null };
-  });
-  await db.raw(RECORD_OUTCOMES_SQL(rows), [JSON.stringify(values)]);
+  await db.raw(RECORD_OUTCOMES_SQL(rows), [JSON.stringify(outcomeValues(rows, outcomes))]);
 }
 
 async function main() {

@@ -102,7 +102,7 @@ interface HeraldRun {
   phasesMs: Record<string, number | undefined>;
   /** When each phase was first seen, from the upload's start. */
   firstAtMs?: Record<string, number>;
-  rss: { peakSampledMb: number; peakAtMs: number; vmHwmMb: number; samples: number };
+  rss: { peakSampledMb: number; peakAtMs: number; vmHwmMb: number; samples: number; timeline: Array<[number, number]> };
   record: { status: string; rows_read: number; inserted: number; updated: number; unchanged: number; skipped: number; duration_ms: number };
   contacts: number;
   /** GET /contacts/imports while it ran: status and rows_read of each answer. */

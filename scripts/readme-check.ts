@@ -40,6 +40,7 @@ const NOT_RUN: Array<{ line: string; why: string }> = [
   { line: 'docker compose up --build', why: 'no Docker on the CI machine (the images are not in a package registry it reaches)' },
   { line: 'BOUNCE_IMAP_URL=', why: 'needs an IMAP mailbox; test/bounces runs the follower against a local Dovecot' },
   { line: 'SMTP_ROUTES_FILE=', why: 'needs the relays it names; test/delivery/routes-*.test.ts run routes documents against SMTP servers on loopback, test/api/routes-config.test.ts the refusals at start' },
+  { line: 'user create --account 2', why: 'an operator command against the database of a running installation (account 2 is an example); test/api/users-cli.test.ts runs user create, link, list and remove' },
   { line: 'account routes --id', why: 'needs SMTP_ROUTES with the route it names (this check sends to the outbox); test/api/account-routes-cli.test.ts runs the command' },
 ];
 /** Single lines of run blocks that are left out, and why. */
@@ -55,6 +56,7 @@ const INLINE_ELSEWHERE = [
   'npm run screenshots: test/api/cli.test.ts runs it without a browser; .ci/run installs Chromium for the browser tests',
   'apt-get install …: .ci/run installs the same packages',
   './bin/herald.js account create / rotate-keys / migrate / seed / config check / dns: test/api/cli.test.ts',
+  './bin/herald.js user list / create / link / remove: test/api/users-cli.test.ts',
 ];
 
 interface Block {

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import type { Knex } from 'knex';
+import type { Ctx } from './context';
 import { createAccount, rotateKeys } from './accounts/accounts.service';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb } from './db/knex';
@@ -13,6 +14,12 @@ import { runSeeds } from './db/seed';
 import { createLogger, REDACT_PATHS, type Logger } from './logger';
 import { VERSION } from './paths';
 import { PinningError, setAccountRoutes } from './routes/pinning';
+import { recordAudit } from './audit/record';
+import { isEmail } from './http/fields';
+import { AppError } from './http/errors';
+import { CLI_ACTOR, createUserWithSetupLink, findUserByEmail, listUsers, newUserLink, removeUser } from './resources/users/users.service';
+import { MemberError } from './team/members';
+import { isRole, ROLES, type Role } from './team/permissions';
 import { prepareDatabase, startInbound, startServer, startWorker, type RunningWorker } from './server';
 
 /** A configuration error ends the process with its message (no stack, no log line) and exit code 2. */
@@ -205,6 +212,7 @@ export function buildProgram(): Command {
           process.exitCode = 1;
           return;
         }
+        await recordAudit(db, opts.id, CLI_ACTOR, { action: 'account.keys_rotated', objectKind: 'account', objectId: opts.id, summary: 'new key pair; the old one and every dashboard session ended' });
         process.stdout.write(`${JSON.stringify(rotated)}\n`);
       }),
     );
@@ -229,7 +237,100 @@ export function buildProgram(): Command {
         }
       });
     });
+  userCommands(program);
   return program;
+}
+
+/** The account exists (stderr and exit code 1 otherwise). */
+async function accountExists(db: Knex, id: number): Promise<boolean> {
+  if (await db('accounts').where({ id }).first('id')) return true;
+  process.stderr.write(`No account with id ${id}\n`);
+  process.exitCode = 1;
+  return false;
+}
+
+function role(value: string): Role {
+  if (!isRole(value)) throw new InvalidArgumentError(`must be one of ${ROLES.join(', ')}`);
+  return value;
+}
+
+/**
+ * `herald user list|create|remove --account <id>`: an account's users, for operators. The CLI acts
+ * as the owner and writes its changes to the audit log as "operator (CLI)".
+ */
+function userCommands(program: Command): void {
+  const user = program.command('user').description('manage an account’s users (who sign in to the dashboard)');
+  user
+    .command('list')
+    .description('print {"users":[…]}: the account’s users with role and status (never a password or secret)')
+    .requiredOption('--account <id>', 'account id', positiveInt)
+    .action((opts: { account: number }) =>
+      withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        if (!(await accountExists(db, opts.account))) return;
+        process.stdout.write(`${JSON.stringify({ users: await listUsers({ userId: opts.account, db }) })}\n`);
+      }),
+    );
+  user
+    .command('create')
+    .description('add a user; prints {"user","setup_link","expires_at"}: the one-time link (24 hours) where they choose a password')
+    .requiredOption('--account <id>', 'account id', positiveInt)
+    .requiredOption('--email <email>', 'the address they sign in with')
+    .requiredOption('--role <role>', ROLES.join(' | '), role)
+    .option('--name <name>', 'display name')
+    .action((opts: { account: number; email: string; role: Role; name?: string }, cmd: Command) => {
+      if (!isEmail(opts.email.trim())) cmd.error(`error: --email ${JSON.stringify(opts.email)} is not an email address`);
+      return withDatabase(async (db, logger) => {
+        await prepareDatabase(db, logger);
+        if (!(await accountExists(db, opts.account))) return;
+        try {
+          const made = await createUserWithSetupLink(db, config(), opts.account, { email: opts.email.trim(), name: opts.name, role: opts.role }, CLI_ACTOR);
+          process.stdout.write(`${JSON.stringify(made)}\n`);
+        } catch (err) {
+          if (!(err instanceof MemberError)) throw err;
+          process.stderr.write(`${err.message}\n`);
+          process.exitCode = 1;
+        }
+      });
+    });
+  const byUser = (cmd: Command) =>
+    cmd
+      .requiredOption('--account <id>', 'account id', positiveInt)
+      .addOption(new Option('--id <id>', 'the user’s id').argParser(positiveInt).conflicts('email'))
+      .addOption(new Option('--email <email>', 'the user’s address'));
+  /** Runs `fn` on the user --id or --email names; a refusal (no such user, the last owner) is stderr and exit code 1. */
+  const onUser = (opts: { account: number; id?: number; email?: string }, cmd: Command, fn: (ctx: Ctx, id: number) => Promise<unknown>) => {
+    if (opts.id === undefined && opts.email === undefined) cmd.error('error: give --id <id> or --email <email>');
+    return withDatabase(async (db, logger) => {
+      await prepareDatabase(db, logger);
+      if (!(await accountExists(db, opts.account))) return;
+      const ctx: Ctx = { userId: opts.account, db, actor: CLI_ACTOR };
+      const id = opts.id ?? (await findUserByEmail(ctx, opts.email ?? ''))?.id;
+      try {
+        if (id === undefined) throw new AppError(404, '');
+        process.stdout.write(`${JSON.stringify(await fn(ctx, id))}\n`);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        process.stderr.write(err.status === 404 ? `No such user in account ${opts.account}\n` : `${String(err.errors)}\n`);
+        process.exitCode = 1;
+      }
+    });
+  };
+  byUser(user.command('remove'))
+    .description('remove a user (by --id or --email); their sessions end; prints {"removed":{…}}')
+    .action((opts: { account: number; id?: number; email?: string }, cmd: Command) =>
+      onUser(opts, cmd, async (ctx, id) => {
+        const removed = await ctx.db.transaction(async (trx) => {
+          const r = await removeUser(ctx, id, trx);
+          await recordAudit(trx, ctx.userId, CLI_ACTOR, { action: 'user.removed', objectKind: 'user', objectId: r.id, summary: `${r.email} (${r.role})` });
+          return r;
+        });
+        return { removed };
+      }),
+    );
+  byUser(user.command('link'))
+    .description('a new one-time link for a user: a setup link (24 hours) when they have no password yet, else a password-reset link (1 hour, ends their sessions when used); prints {"user","purpose","link","expires_at"}')
+    .action((opts: { account: number; id?: number; email?: string }, cmd: Command) => onUser(opts, cmd, (ctx, id) => newUserLink(ctx, config(), id)));
 }
 
 if (require.main === module) {

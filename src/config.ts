@@ -210,6 +210,8 @@ const settings = {
   ),
   /** Events older than this many days are purged by the worker (hourly). */
   eventsRetentionDays: setting('EVENTS_RETENTION_DAYS', intIn(1, 36_500).default(180)),
+  /** Audit log entries older than this many days are deleted by the worker (hourly). */
+  auditRetentionDays: setting('AUDIT_RETENTION_DAYS', intIn(1, 36_500).default(365)),
   /** Webhook hosts (names or IPs) allowed although they are private or local; never metadata addresses. */
   webhookAllowHosts: setting(
     'WEBHOOK_ALLOW_HOSTS',
@@ -347,6 +349,8 @@ const settings = {
   sesSnsTestCertPem: setting('SES_SNS_TEST_CERT_PEM', z.string().optional()),
   /** A dashboard session unused for this long is over (signed out). */
   dashboardSessionIdleMinutes: setting('DASHBOARD_SESSION_IDLE_MINUTES', intIn(1, 525_600).default(720)),
+  /** A dashboard session ends this long after its sign-in, however busy (besides the idle expiry). */
+  dashboardSessionMaxHours: setting('DASHBOARD_SESSION_MAX_HOURS', intIn(1, 87_600).default(168)),
 };
 
 type Settings = typeof settings;

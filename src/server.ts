@@ -17,6 +17,7 @@ import { runSeeds } from './db/seed';
 import type { Logger } from './logger';
 import { startInboundSmtp, type InboundSmtp } from './bounces/inbound-smtp';
 import { stopRunningImports } from './resources/contacts/running-imports';
+import { CLI_ACTOR, createUserWithSetupLink } from './resources/users/users.service';
 
 export interface Running {
   server: Server;
@@ -33,10 +34,24 @@ export async function prepareDatabase(db: Knex, logger: Logger): Promise<void> {
   await runSeeds(db);
 }
 
-/** On an empty database the first start creates an account and prints its keys once. */
-async function ensureFirstAccount(db: Knex, print: (text: string) => void): Promise<void> {
+/** The first account's address, and its owner's until they set their own on the setup page. */
+const FIRST_EMAIL = 'admin@localhost';
+
+/**
+ * On an empty database the first start creates an account and its owner (the account's email; no
+ * password yet), and prints the keys and the owner's one-time setup link (24 hours) once.
+ */
+async function ensureFirstAccount(db: Knex, config: Pick<Config, 'publicUrl'>, print: (text: string) => void): Promise<void> {
   if ((await countAccounts(db)) > 0) return;
-  const account = await createAccount(db, { name: 'Herald', email: 'admin@localhost' });
+  await createFirstAccount(db, config, print);
+}
+
+/** The first start's account and owner, in one transaction, and what it prints. */
+export async function createFirstAccount(db: Knex, config: Pick<Config, 'publicUrl'>, print: (text: string) => void): Promise<{ id: number }> {
+  const { account, owner } = await db.transaction(async (trx) => {
+    const made = await createAccount(trx, { name: 'Herald', email: FIRST_EMAIL });
+    return { account: made, owner: await createUserWithSetupLink(trx, config, made.id, { email: FIRST_EMAIL, role: 'owner' }, { ...CLI_ACTOR, label: 'Herald (first start)' }) };
+  });
   print(
     [
       '',
@@ -45,10 +60,16 @@ async function ensureFirstAccount(db: Knex, print: (text: string) => void): Prom
       `    PublicKey: ${account.public_key}`,
       `    SecretKey: ${account.secret_key}`,
       '',
-      '  (More accounts: herald account create --name NAME --email EMAIL; ./bin/herald.js in a clone)',
+      '  Open this link to set up the account’s owner (your address and password); it works once, for 24 hours:',
+      '',
+      `    ${owner.setup_link}`,
+      '',
+      `  (A new link: herald user link --account ${account.id} --email ${FIRST_EMAIL}. More accounts: herald account create`,
+      '  --name NAME --email EMAIL; ./bin/herald.js in a clone)',
       '',
     ].join('\n'),
   );
+  return { id: account.id };
 }
 
 function listen(app: ReturnType<typeof createApp>, config: Config): Promise<Server> {
@@ -195,7 +216,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   try {
     db = createDb({ url: database.url, poolMax: config.dbPoolMax, queryTimeoutMs: config.dbQueryTimeoutMs, logger });
     await prepareDatabase(db, logger);
-    await ensureFirstAccount(db, (text) => process.stdout.write(text + '\n'));
+    await ensureFirstAccount(db, config, (text) => process.stdout.write(text + '\n'));
     masterKey(config); // made on first start (DATA_DIR/master.key) when HERALD_MASTER_KEY is not set
     mailer = createMailer(config, { db, logger, dns: dnsFor(config) });
     keys = new KeyCache({ url: database.url, logger });

@@ -34,10 +34,13 @@ export function sampleRss(pid: number, everyMs = 100) {
   let peakKb = 0;
   let peakAtMs = 0;
   let samples = 0;
+  /** [ms, MB] once a second: where in the run memory grew. */
+  const timeline: Array<[number, number]> = [];
   const t0 = Date.now();
   const timer = setInterval(() => {
     try {
       const rss = procStatus(pid).VmRSS ?? 0;
+      if (samples % Math.max(1, Math.round(1000 / everyMs)) === 0) timeline.push([Date.now() - t0, mb(rss)]);
       samples += 1;
       if (rss > peakKb) {
         peakKb = rss;
@@ -56,7 +59,7 @@ export function sampleRss(pid: number, everyMs = 100) {
       } catch {
         // gone
       }
-      return { peakSampledMb: mb(peakKb), peakAtMs, vmHwmMb: mb(hwm), samples };
+      return { peakSampledMb: mb(peakKb), peakAtMs, vmHwmMb: mb(hwm), samples, timeline };
     },
   };
 }

@@ -24,11 +24,16 @@ export async function startServe(opts: {
   env?: Record<string, string>;
   /** Another build's bin/herald.js (bench/routes.ts --compare: a commit built in a worktree of its own). */
   bin?: string;
+  /** A command node runs under (bench/routes.ts --instructions: valgrind). */
+  wrap?: string[];
+  /** How long /healthz may take to answer (default 120 s; under valgrind start-up takes minutes). */
+  readyWithinMs?: number;
 }): Promise<Serve> {
   const port = await freePort();
   // HERALD_BIN: another build of Herald to run (diagnostics, e.g. an instrumented copy).
   const child = spawnNode('herald serve', opts.bin ?? process.env.HERALD_BIN ?? path.join(ROOT, 'bin', 'herald.js'), ['serve'], {
     cpu: opts.cpu,
+    wrap: opts.wrap,
     nodeArgs: [...SERVE_NODE_ARGS, ...(opts.nodeArgs ?? [])],
     env: {
       DATABASE_URL: opts.databaseUrl,
@@ -41,7 +46,8 @@ export async function startServe(opts: {
     },
   });
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
+  const readyMs = opts.readyWithinMs ?? 120_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.child.exitCode !== null) throw new Error(`herald serve exited with ${child.child.exitCode}:\n${child.output()}`);
     try {
@@ -51,7 +57,7 @@ export async function startServe(opts: {
     }
     if (Date.now() > deadline) {
       await child.stop(1000);
-      throw new Error(`herald serve did not become healthy within 120 s:\n${child.output()}`);
+      throw new Error(`herald serve did not become healthy within ${readyMs / 1000} s:\n${child.output()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

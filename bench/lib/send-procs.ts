@@ -59,13 +59,16 @@ export interface SpawnOptions {
   ipc?: boolean;
   /** Run a .ts file through tsx's loader. */
   ts?: boolean;
+  /** A command node runs under (e.g. valgrind and its options), after taskset; the pid stays node's when it does not fork. */
+  wrap?: string[];
 }
 
 export function spawnNode(name: string, script: string, args: string[], opts: SpawnOptions = {}): Child {
   const nodeArgs = [...(opts.ts ? ['--import', 'tsx'] : []), ...(opts.nodeArgs ?? [])];
   const argv = [...nodeArgs, script, ...args];
   const pinned = opts.cpu !== undefined && hasTaskset && os.cpus().length > 1;
-  const [cmd, cmdArgs] = pinned ? ['taskset', ['-c', opts.cpu!, process.execPath, ...argv]] : [process.execPath, argv];
+  const run = [...(opts.wrap ?? []), process.execPath, ...argv];
+  const [cmd, cmdArgs] = pinned ? ['taskset', ['-c', opts.cpu!, ...run]] : [run[0], run.slice(1)];
   const stdio: StdioOptions = opts.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'];
   const child = spawn(cmd, cmdArgs as string[], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio });
   let output = '';

@@ -20,7 +20,7 @@ started=$SECONDS
 # csv-import.test.ts stages its races by reading lock waits from the coordinator's
 # pg_stat_activity, where Citus shows the coordinator waiting on a worker, not on a lock; the
 # browser-driven click test needs Chromium only (docs/scaling.md, "Citus").
-DEFAULT_FILES=(test/citus test/api test/delivery --testPathIgnorePatterns /node_modules/ /test/citus/alone/ test/api/csv-import.test.ts)
+DEFAULT_FILES=(test/citus test/api test/delivery test/team --testPathIgnorePatterns /node_modules/ /test/citus/alone/ test/api/csv-import.test.ts)
 
 cleanup() { bash scripts/citus/down.sh || true; }
 trap cleanup EXIT

@@ -5,20 +5,23 @@ import { toAppError } from '../http/error-handler';
 import { ASSETS_DIR } from '../paths';
 import { knownTimeZone } from '../resources/reports/reports.service';
 import { MessagePage, SignInPage } from './layout';
+import { mountAccountPages } from './pages/account';
 import { mountAudiencePages } from './pages/audience';
 import { mountAutomationPages } from './pages/automations';
 import { mountDesignPages } from './pages/designs';
 import { mountFormPages } from './pages/forms';
 import { mountSenderPages } from './pages/senders';
 import { mountSendPages } from './pages/sends';
-import { checkSenderAction, deliverabilityPage, liftSuppressionAction } from './pages/deliverability';
-import { overviewPage } from './pages/overview';
-import { testWebhookAction, webhookPage, webhooksPage } from './pages/webhooks';
-import { errorLines, page, PAGE_HEADERS, pageContext, sendPage, type DashboardKit, type PageContext } from './respond';
+import { mountTeamPages } from './pages/team';
+import { mountActivityPages } from './pages/activity';
+import { mountOverviewAndSettingsPages } from './pages/settings-pages';
+import { errorLines, PAGE_HEADERS, pageContext, sendPage, type DashboardKit, type PageContext } from './respond';
+import { signInWithPassword, SIGN_IN_REFUSED } from '../team/sign-in';
 import {
   findSession,
   readCookies,
   sameToken,
+  sessionActor,
   SESSION_COOKIE,
   setCookie,
   SIGN_IN_COOKIE,
@@ -35,11 +38,15 @@ import {
  */
 const CHART_JS = path.join(path.dirname(require.resolve('chart.js')), 'chart.umd.min.js');
 
-function signInPage(res: Response, deps: Deps, req: Request, status: number, opts: { error?: string; notice?: string } = {}): void {
+function signInPage(res: Response, deps: Deps, req: Request, status: number, opts: { error?: string; notice?: string; email?: string; keysError?: boolean } = {}): void {
   const { token, fresh } = signInToken(req);
   if (fresh) setCookie(res, deps.config, SIGN_IN_COOKIE, token);
-  sendPage(res, status, <SignInPage token={token} error={opts.error} notice={opts.notice} />);
+  sendPage(res, status, <SignInPage token={token} error={opts.error} notice={opts.notice} email={opts.email} keysError={opts.keysError} />);
 }
+
+/** What a signed-in user whose account requires a second factor may still reach before setting one up. */
+const ENROLMENT_PATHS = new Set(['/account/two-factor', '/account/two-factor/qr.svg', '/account/two-factor/start', '/account/two-factor/confirm', '/sign-out']);
+export const ENROLMENT_PAGE = '/app/account/two-factor';
 
 /**
  * A signed-in request's context. Without a current session: the sign-in page at /app, a
@@ -61,9 +68,16 @@ function requireSession(deps: Deps): RequestHandler {
       }
       return;
     }
+    if (session.mustEnrol && !ENROLMENT_PATHS.has(req.path)) {
+      // The account requires a second factor and this user has none yet: set it up first.
+      if (req.accepts(['html', 'json']) === 'json') res.status(403).json({ status: 'failed', errors: ['Your account requires a second factor: set one up first.'] });
+      else res.redirect(303, ENROLMENT_PAGE);
+      return;
+    }
     const wanted = readCookies(req)[TZ_COOKIE];
     const tz = wanted && (await knownTimeZone(deps.db, wanted)) ? wanted : 'UTC';
-    const p: PageContext = { session, ctx: { userId: session.userId, db: deps.db }, tz, deps };
+    const actor = sessionActor(session, req.ip ?? req.socket.remoteAddress ?? null);
+    const p: PageContext = { session, ctx: { userId: session.userId, db: deps.db, actor }, tz, deps };
     res.locals.page = p;
     next();
   };
@@ -104,7 +118,15 @@ export function mountDashboard(app: Express, deps: Deps): void {
   r.get('/assets/vendor/chart.umd.min.js', (_req, res) => res.sendFile(CHART_JS, { maxAge: '1d', headers: { 'Cache-Control': 'public, max-age=86400' } }));
   r.use('/assets', express.static(path.join(ASSETS_DIR, 'dashboard'), { index: false, dotfiles: 'deny', maxAge: '1d' }));
 
-  r.get('/', signedIn, page(overviewPage, 'overview'));
+  const signedInTo = (res: Response, value: string) => {
+    setCookie(res, deps.config, SESSION_COOKIE, value);
+    setCookie(res, deps.config, SIGN_IN_COOKIE, '', 0);
+    res.redirect(303, '/app');
+  };
+  const tooMany = (req: Request, res: Response, seconds: number) => {
+    res.set('Retry-After', String(seconds));
+    signInPage(res, deps, req, 429, { error: `Too many failed sign-ins from your address. Try again in ${Math.ceil(seconds / 60)} minutes.` });
+  };
 
   r.post('/sign-in', form, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -112,19 +134,20 @@ export function mountDashboard(app: Express, deps: Deps): void {
       signInPage(res, deps, req, 403, { error: 'The form had expired. Sign in again.' });
       return;
     }
-    const publicKey = typeof body.public_key === 'string' ? body.public_key.trim() : '';
-    const secretKey = typeof body.secret_key === 'string' ? body.secret_key.trim() : '';
-    const outcome = await signIn(deps.db, deps.config, req.ip ?? req.socket.remoteAddress ?? 'unknown', publicKey, secretKey);
-    if (outcome.ok) {
-      setCookie(res, deps.config, SESSION_COOKIE, outcome.cookie);
-      setCookie(res, deps.config, SIGN_IN_COOKIE, '', 0);
-      res.redirect(303, '/app');
-    } else if (outcome.retryAfterSeconds) {
-      res.set('Retry-After', String(outcome.retryAfterSeconds));
-      signInPage(res, deps, req, 429, { error: `Too many failed sign-ins from your address. Try again in ${Math.ceil(outcome.retryAfterSeconds / 60)} minutes.` });
-    } else {
-      signInPage(res, deps, req, 401, { error: 'Invalid PublicKey or SecretKey' });
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const text = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : '');
+    if (body.public_key !== undefined) {
+      // The account's keys (scripts and set-ups from before users): acts as the owner.
+      const outcome = await signIn(deps.db, deps.config, address, text('public_key').trim(), text('secret_key').trim());
+      if (outcome.ok) signedInTo(res, outcome.cookie);
+      else if (outcome.retryAfterSeconds) tooMany(req, res, outcome.retryAfterSeconds);
+      else signInPage(res, deps, req, 401, { error: 'Invalid PublicKey or SecretKey', keysError: true });
+      return;
     }
+    const outcome = await signInWithPassword(deps.db, deps.config, address, { email: text('email'), password: text('password'), code: text('code') });
+    if (outcome.ok) signedInTo(res, outcome.cookie);
+    else if (outcome.retryAfterSeconds) tooMany(req, res, outcome.retryAfterSeconds);
+    else signInPage(res, deps, req, 401, { error: SIGN_IN_REFUSED, email: text('email').trim().slice(0, 320) });
   });
 
   r.post('/sign-out', form, signedIn, requireCsrf, async (req, res) => {
@@ -134,18 +157,16 @@ export function mountDashboard(app: Express, deps: Deps): void {
   });
 
   // Each area registers its own pages (src/dashboard/pages/*): one file per area.
+  mountAccountPages(kit);
   mountSendPages(kit);
   mountDesignPages(kit);
   mountAudiencePages(kit);
   mountFormPages(kit);
   mountAutomationPages(kit);
   mountSenderPages(kit);
-  r.get('/deliverability', signedIn, page(deliverabilityPage, 'deliverability'));
-  r.post('/senders/:id/check', form, signedIn, requireCsrf, page(checkSenderAction, 'deliverability'));
-  r.post('/suppressions/lift', form, signedIn, requireCsrf, page(liftSuppressionAction, 'deliverability'));
-  r.get('/webhooks', signedIn, page(webhooksPage, 'webhooks'));
-  r.get('/webhooks/:id', signedIn, page(webhookPage, 'webhooks'));
-  r.post('/webhooks/:id/test', form, signedIn, requireCsrf, page(testWebhookAction, 'webhooks'));
+  mountTeamPages(kit);
+  mountActivityPages(kit);
+  mountOverviewAndSettingsPages(kit);
 
   // Anything else under /app: a page, not the API's JSON.
   r.use((_req, res) => {

@@ -1,5 +1,7 @@
-import type { ComponentChildren } from 'preact';
+import { createContext, type ComponentChildren } from 'preact';
+import { useContext } from 'preact/hooks';
 import { VERSION } from '../paths';
+import { can, type Permission, type Role } from '../team/permissions';
 
 /**
  * The frame of every dashboard page. Pages are rendered on the server with preact's
@@ -16,8 +18,14 @@ export const NAV = [
   { key: 'senders', href: '/app/senders', label: 'Senders' },
   { key: 'deliverability', href: '/app/deliverability', label: 'Deliverability' },
   { key: 'webhooks', href: '/app/webhooks', label: 'Webhooks' },
-] as const;
+  // Shown only to roles that may open them (the pages refuse the others anyway).
+  { key: 'team', href: '/app/team', label: 'Team', permission: 'users:manage' },
+  { key: 'activity', href: '/app/activity', label: 'Activity', permission: 'audit:read' },
+] as const satisfies ReadonlyArray<{ key: string; href: string; label: string; permission?: Permission }>;
 export type NavKey = (typeof NAV)[number]['key'];
+
+/** Who the page's session signs in as (an email, or "API keys") and their role: sendPage provides it from the request. */
+export const SignedInAs = createContext<{ label: string; role: Role } | undefined>(undefined);
 
 const asset = (name: string) => `/app/assets/${name}?v=${VERSION}`;
 
@@ -35,6 +43,9 @@ interface LayoutProps {
 }
 
 export function Layout({ title, csrf, active, charts, scripts = [], styles = [], children }: LayoutProps) {
+  const signedIn = useContext(SignedInAs);
+  const who = signedIn?.label;
+  const nav = NAV.filter((n) => !('permission' in n) || (signedIn !== undefined && can(signedIn.role, n.permission)));
   return (
     <html lang="en">
       <head>
@@ -67,7 +78,7 @@ export function Layout({ title, csrf, active, charts, scripts = [], styles = [],
             <>
               <nav aria-label="Dashboard">
                 <ul>
-                  {NAV.map((n) => (
+                  {nav.map((n) => (
                     <li key={n.key}>
                       <a href={n.href} aria-current={n.key === active ? 'page' : undefined}>
                         {n.label}
@@ -76,6 +87,11 @@ export function Layout({ title, csrf, active, charts, scripts = [], styles = [],
                   ))}
                 </ul>
               </nav>
+              <p class="who">
+                <a href="/app/account" aria-label={`Your account${who ? `: signed in as ${who}` : ''}`}>
+                  {who ?? 'Your account'}
+                </a>
+              </p>
               <form method="post" action="/app/sign-out" class="sign-out">
                 <input type="hidden" name="_csrf" value={csrf} />
                 <button type="submit">Sign out</button>
@@ -112,14 +128,38 @@ export function PostButton({ action, csrf, label, name, fields = {} }: { action:
   );
 }
 
-export function SignInPage({ token, error, notice }: { token: string; error?: string; notice?: string }) {
+export function SignInPage({ token, error, notice, email, keysError }: { token: string; error?: string; notice?: string; email?: string; keysError?: boolean }) {
   return (
     <Layout title="Sign in">
       <section class="card narrow">
         <h1>Sign in</h1>
-        <p class="muted">With your account’s PublicKey and SecretKey, the pair the API takes.</p>
         {notice ? <p class="notice" role="status">{notice}</p> : null}
-        {error ? (
+        {error && !keysError ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <form method="post" action="/app/sign-in" class="stack">
+          <input type="hidden" name="_csrf" value={token} />
+          <label for="email">Email</label>
+          <input id="email" name="email" type="email" autoComplete="username" spellcheck={false} value={email ?? ''} required />
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autoComplete="current-password" required />
+          <label for="code">Code</label>
+          <input id="code" name="code" type="text" inputMode="numeric" autoComplete="one-time-code" spellcheck={false} aria-describedby="code-hint" />
+          <p id="code-hint" class="muted">
+            If you set up a second factor: the code your authenticator app shows, or one of your recovery codes.
+          </p>
+          <button type="submit">Sign in</button>
+        </form>
+        <p>
+          <a href="/app/reset">Forgot your password?</a>
+        </p>
+      </section>
+      <section class="card narrow" aria-labelledby="keys-title">
+        <h2 id="keys-title">Sign in with the account’s keys</h2>
+        <p class="muted">For scripts and set-ups from before users: the PublicKey and SecretKey the API takes. You act as the account’s owner.</p>
+        {error && keysError ? (
           <p class="error" role="alert">
             {error}
           </p>
@@ -127,10 +167,10 @@ export function SignInPage({ token, error, notice }: { token: string; error?: st
         <form method="post" action="/app/sign-in" class="stack">
           <input type="hidden" name="_csrf" value={token} />
           <label for="public_key">PublicKey</label>
-          <input id="public_key" name="public_key" type="text" autoComplete="username" spellcheck={false} required />
+          <input id="public_key" name="public_key" type="text" autoComplete="off" spellcheck={false} required />
           <label for="secret_key">SecretKey</label>
-          <input id="secret_key" name="secret_key" type="password" autoComplete="current-password" required />
-          <button type="submit">Sign in</button>
+          <input id="secret_key" name="secret_key" type="password" autoComplete="off" required />
+          <button type="submit">Sign in with the keys</button>
         </form>
       </section>
     </Layout>

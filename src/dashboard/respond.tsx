@@ -4,8 +4,9 @@ import { renderToString } from 'preact-render-to-string';
 import type { Ctx, Deps } from '../context';
 import { AppError } from '../http/errors';
 import { pageHeaders } from '../http/page-headers';
-import { MessagePage, type NavKey } from './layout';
+import { MessagePage, SignedInAs, type NavKey } from './layout';
 import type { Session } from './session';
+import type { Role } from '../team/permissions';
 
 /**
  * How every dashboard page leaves: rendered by preact (values as text), with headers that keep
@@ -15,11 +16,17 @@ import type { Session } from './session';
 export const PAGE_HEADERS = pageHeaders();
 
 /** `headers`: a page that frames previews passes FRAMING_PAGE_HEADERS (preview-frame.ts). */
+/** The header's "who" (label and role) of a signed-in request, from its session. */
+function signedInAs(res: Response): { label: string; role: Role } | undefined {
+  const session = (res.locals.page as PageContext | undefined)?.session;
+  return session ? { label: session.label, role: session.role } : undefined;
+}
+
 export function sendPage(res: Response, status: number, page: VNode, headers: Record<string, string> = PAGE_HEADERS): void {
   res
     .status(status)
     .set({ ...headers, 'Content-Type': 'text/html; charset=utf-8' })
-    .send(`<!doctype html>${renderToString(page)}`);
+    .send(`<!doctype html>${renderToString(<SignedInAs.Provider value={signedInAs(res)}>{page}</SignedInAs.Provider>)}`);
 }
 
 /** What a signed-in request carries (set by the session middleware in index.ts). */

@@ -12,6 +12,7 @@ import { importContactsCsv } from '../resources/contacts/csv-import.service';
 import { listImports } from '../resources/contacts/import-history.service';
 import { importResult } from './pages/contacts';
 import { errorLines, pageContext } from './respond';
+import { auditAction } from './permissions';
 
 /**
  * The contacts page's CSV upload: the same import as POST /contacts/upload-csv, into the same
@@ -53,6 +54,7 @@ export function importUpload(deps: Deps, csrf: RequestHandler): RequestHandler[]
         timeoutMs: deps.config.importTimeoutMs,
         actor: requestActor(req).actor,
       });
+      await auditAction(pageContext(res), { action: 'contacts.imported', objectKind: 'contact_type', objectId: body.contact_type_id, summary: `CSV import “${body.file.originalname}”: ${outcome.inserted} added, ${outcome.updated} updated, ${outcome.skipped} skipped` });
       if (wantsJson) res.json({ status: 'success', message: { id: outcome.id, inserted: outcome.inserted, updated: outcome.updated, unchanged: outcome.unchanged, skipped: outcome.skipped, result: importResult(outcome) } });
       else res.redirect(303, '/app/contacts#imports');
     } catch (err) {

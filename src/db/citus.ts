@@ -22,8 +22,8 @@ export const REFERENCE_TABLES = ['accounts', 'countries', 'states', 'cities', 't
  * signing domain — a selector is unique per domain whichever account sends as it, and the key
  * of MAIL_FROM's domain belongs to no account), and the tokens of signed ESP webhook requests
  * already received (the installation's ESP account, not one of Herald's), and the dashboard's
- * failed sign-ins (per client address: a failure names no account). dkim_keys refers to
- * `accounts`, so Citus keeps it as a "Citus-local" table: still only on the coordinator.
+ * failed sign-ins (per client address: a failure names no account). dkim_keys and member_logins refer to
+ * `accounts`, so Citus keeps them as "Citus-local" tables: still only on the coordinator.
  */
 export const GLOBAL_TABLES = [
   'knex_migrations',
@@ -43,6 +43,10 @@ export const GLOBAL_TABLES = [
   'route_state',
   'route_usage',
   'route_blocks',
+  // Teams (src/team/): the sign-in lookup by address and the per-address failures come before
+  // anyone knows the account.
+  'member_logins',
+  'member_sign_in_failures',
 ];
 
 export const DISTRIBUTION_COLUMN = 'user_id';

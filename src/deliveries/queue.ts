@@ -322,10 +322,22 @@ export interface SoftBouncePolicy {
  */
 export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: SendOutcome[], policy?: SoftBouncePolicy): Promise<number> {
   if (outcomes.length === 0) return 0;
+  const values = outcomeValues(claims, outcomes);
+  return db.transaction(async (trx) => {
+    const result = await trx.raw(RECORD_OUTCOMES_SQL(claims), [JSON.stringify(values)]);
+    const applied = result.rows as Applied[];
+    await recordMessageEvents(trx, applied.map(outcomeEvent));
+    await suppress(trx, await smtpSuppressions(trx, applied, policy));
+    return applied.length;
+  });
+}
+
+/** RECORD_OUTCOMES_SQL's parameter: one record per claimed row and its outcome (also bench/bookkeeping.ts). */
+export function outcomeValues(claims: ClaimRef[], outcomes: SendOutcome[]) {
   // When the batch is recorded (Citus refuses now() inside the statement's COALESCE and CASE).
   const now = new Date().toISOString();
   const giveUpBefore = new Date(Date.now() - DEFERRED_LIFETIME_MS).toISOString();
-  const values = outcomes.map((o, i) => ({
+  return outcomes.map((o, i) => ({
     id: claims[i].id,
     user_id: claims[i].user_id,
     attempts: claims[i].attempts,
@@ -341,11 +353,4 @@ export async function recordOutcomes(db: Knex, claims: ClaimRef[], outcomes: Sen
     reason: o.status === DeliveryStatus.Queued ? (o.reason ?? null) : null,
     give_up_before: o.status === DeliveryStatus.Queued && o.reason ? giveUpBefore : null,
   }));
-  return db.transaction(async (trx) => {
-    const result = await trx.raw(RECORD_OUTCOMES_SQL(claims), [JSON.stringify(values)]);
-    const applied = result.rows as Applied[];
-    await recordMessageEvents(trx, applied.map(outcomeEvent));
-    await suppress(trx, await smtpSuppressions(trx, applied, policy));
-    return applied.length;
-  });
 }

@@ -5,6 +5,7 @@ import type { KeyCache } from '../accounts/key-cache';
 import { hashSecret } from '../accounts/keys';
 import type { Ctx } from '../context';
 import { unauthorized } from './errors';
+import { keysActor } from '../audit/record';
 
 export const AUTH_REQUIRED = {
   PublicKey: 'The public key field is required.',
@@ -31,7 +32,7 @@ declare module 'express-serve-static-core' {
  */
 export function requireKeys(db: Knex, limit?: RequestHandler, keys?: KeyCache) {
   const authenticated = (req: Request, res: Response, next: NextFunction, userId: number): void | Promise<void> => {
-    req.ctx = { userId, db };
+    req.ctx = { userId, db, actor: keysActor('api', req.ip ?? req.socket.remoteAddress ?? null) };
     if (limit) return limit(req, res, next) as void | Promise<void>;
     next();
   };

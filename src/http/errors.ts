@@ -25,6 +25,7 @@ export const invalid = (errors: FieldErrors) => new AppError(422, errors);
 export const refused = (text: string) => new AppError(422, text);
 
 export const unauthorized = (errors: unknown) => new AppError(401, errors);
+export const forbidden = (text: string) => new AppError(403, text);
 export const tooLarge = (text = 'The request body is too large.') => new AppError(413, text);
 export const badRequest = (text: string) => new AppError(400, text);
 export const routeNotFound = () => new AppError(404, 'Route not found');

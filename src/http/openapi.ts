@@ -381,7 +381,8 @@ export function buildOpenApi(defs: RouteDef[], info: { version: string; serverUr
         path: def.path,
         tags: [def.tag],
         summary: def.summary,
-        description: def.description,
+        // The one permission the route checks (README "Your team"): the keys have every one; a dashboard user's role may not.
+        description: [def.description, `Permission: \`${def.permission}\`.`].filter(Boolean).join('\n\n'),
         security: [{ PublicKey: [], SecretKey: [] }],
         request: {
           query: Object.keys(queryShape).length ? z.object(queryShape) : undefined,

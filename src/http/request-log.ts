@@ -15,11 +15,20 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 /** Request headers whose values never reach a log line (see also REDACT_PATHS in logger.ts). */
 const SECRET_HEADERS = ['secretkey', 'authorization', 'cookie'];
 
+/**
+ * One-time links whose path is a credential (a user's setup, invitation and password-reset links,
+ * src/team/members.ts TOKEN_PATHS): logged with the token cut, in the URL and in a Referer (the
+ * page's own assets are asked for with it).
+ */
+const TOKEN_IN_PATH = /(\/app\/(?:welcome|reset)\/)[^/?#\s]+/g;
+export const withoutTokens = (text: string) => text.replace(TOKEN_IN_PATH, '$1[redacted]');
+
 /** The request as logged: its id, method, URL, headers (secrets redacted) and peer. */
 function requestFields(req: Request, id: string) {
   const headers: Record<string, unknown> = { ...req.headers };
   for (const name of SECRET_HEADERS) if (headers[name] !== undefined) headers[name] = '[redacted]';
-  return { id, method: req.method, url: req.originalUrl, headers, remoteAddress: req.socket.remoteAddress };
+  if (typeof headers.referer === 'string') headers.referer = withoutTokens(headers.referer);
+  return { id, method: req.method, url: withoutTokens(req.originalUrl), headers, remoteAddress: req.socket.remoteAddress };
 }
 
 /**

@@ -6,12 +6,15 @@ import { z } from 'zod';
 import type { Ctx, Deps } from '../context';
 import { requireKeys } from './auth';
 import { keyPairLimit } from './rate-limit';
-import type { Envelope } from './envelope';
+import { ok, type Envelope } from './envelope';
 import { invalid, methodNotAllowed, routeNotFound, tooLarge, type NotFound } from './errors';
 import { normalizeInput } from './form';
 import { readPaging, type Paging } from './pagination';
 import { validate, type MessageOptions } from './validate';
 import { isUtr, MAX_INT, toNumber } from './fields';
+import { can, refusedMessage, type Permission } from '../team/permissions';
+import { recordAudit, type AuditEntry } from '../audit/record';
+import { forbidden } from './errors';
 
 /**
  * The route table. Each resource family declares its operations once (path, input schemas,
@@ -49,6 +52,12 @@ export interface RouteInput<B, Q> {
   deps: Deps;
   req: Request;
   res: Response;
+  /**
+   * Writes this route's audit entry now, for a handler that streams its answer: it calls this
+   * once its checks passed and before the first byte, so the entry is on record before the client
+   * has the whole answer (runRoute does not write it a second time). Other handlers never call it.
+   */
+  auditNow(): Promise<void>;
 }
 
 export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
@@ -74,7 +83,23 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** Spec rule 3: the confirmation is in `errors`. */
   inErrors?: boolean;
   failures: FailureCode[];
+  /**
+   * The one permission this route needs (src/team/permissions.ts). The API's keys act as the
+   * owner, who has every permission; a dashboard user's role is checked before validation (403
+   * naming the permission, nothing changed).
+   */
+  permission: Permission;
+  /**
+   * A route that changes something writes one audit entry once it succeeded: `action` is its fixed
+   * name, `entry` what it changed (object and summary, from the validated input and the answer).
+   */
+  audit?: RouteAudit<z.output<B>, z.output<Q>>;
   handle(input: RouteInput<z.output<B>, z.output<Q>>): Promise<Envelope> | Envelope;
+}
+
+export interface RouteAudit<B = unknown, Q = unknown> {
+  action: string;
+  entry?: (input: RouteInput<B, Q>, envelope: Envelope) => Omit<AuditEntry, 'action'> | undefined;
 }
 
 /** Declares a route with its handler typed by its schemas. */
@@ -164,8 +189,17 @@ export async function runRoute(def: RouteDef, raw: RawInput, env: { ctx: Ctx; de
   // The upload joins the form fields, so one validation reports a missing file and a
   // missing field together.
   if (def.file && raw.file) body[def.file.field] = raw.file;
+  const actor = env.ctx.actor;
+  if (actor && !can(actor.role, def.permission)) throw forbidden(refusedMessage(def.permission));
   let id: number | string = 0;
   if (def.id) id = readId(def.id, query, body);
+  let audited = false;
+  const audit = async (envelope: Envelope): Promise<void> => {
+    if (audited || !def.audit || !actor) return;
+    audited = true;
+    const entry = def.audit.entry?.(input, envelope) ?? {};
+    await recordAudit(env.ctx.db, env.ctx.userId, actor, { action: def.audit.action, ...entry });
+  };
   const input: RouteInput<unknown, unknown> = {
     ctx: env.ctx,
     id: typeof id === 'number' ? id : 0,
@@ -177,8 +211,11 @@ export async function runRoute(def: RouteDef, raw: RawInput, env: { ctx: Ctx; de
     deps: env.deps,
     req: env.req,
     res: env.res,
+    auditNow: () => audit(ok(null)),
   };
-  return def.handle(input);
+  const envelope = await def.handle(input);
+  await audit(envelope);
+  return envelope;
 }
 
 function handler(def: RouteDef, deps: Deps): RequestHandler {

@@ -19,6 +19,8 @@ import { unsubscribeGroupRoutes } from './unsubscribe-groups/unsubscribe-groups.
 import { unsubscriberRoutes } from './unsubscribers/unsubscribers.router';
 import { suppressionRoutes } from './suppressions/suppressions.router';
 import { webhookRoutes } from './webhooks/webhooks.router';
+import { userRoutes } from './users/users.router';
+import { auditLogRoutes } from './audit-log/audit-log.router';
 
 /** Every API operation, in the spec's order of families. */
 export const apiRoutes: RouteDef[] = [
@@ -42,4 +44,6 @@ export const apiRoutes: RouteDef[] = [
   ...webhookRoutes,
   ...suppressionRoutes,
   ...routeRoutes,
+  ...userRoutes,
+  ...auditLogRoutes,
 ];

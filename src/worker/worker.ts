@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { notifications } from '../events/notification-mail';
 import { purgeExpired } from '../events/retention';
+import { purgeTeamRows } from '../audit/retention';
 import { runDueJobs, type JobKind } from '../jobs/runner';
 import { abDecision, noticeFinishedTestGroups } from '../ab/decision';
 import { runWebhooks } from '../webhooks/dispatch';
@@ -169,6 +170,8 @@ export class Worker {
     const purged = await purgeExpired(this.deps.db, this.deps.config);
     if (purged.events || purged.webhookBatches || purged.bounceReports) this.deps.logger.info(purged, 'expired rows purged');
     await this.optinCleanup();
+    const team = await purgeTeamRows(this.deps.db, this.deps.config.auditRetentionDays);
+    if (team.auditEntries || team.memberTokens || team.signInFailures) this.deps.logger.info(team, 'expired audit entries, links and sign-in failures purged');
     // The delivery routes' hourly and daily counters of periods past (src/routes/state.ts).
     await purgeOldUsage(this.deps.db);
     // Nothing more until the next hour.

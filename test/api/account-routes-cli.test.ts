@@ -1,12 +1,8 @@
-import os from 'node:os';
-import path from 'node:path';
-import type { Command } from 'commander';
 import { createAccount } from '../../src/accounts/accounts.service';
-import { buildProgram } from '../../src/cli';
 import { accountRoutes, PinningError, setAccountRoutes } from '../../src/routes/pinning';
 import type { RouteConfig } from '../../src/routes/types';
-import { setupApp, testDatabaseUrl } from '../helpers/app';
-import { TEST_MASTER_KEY } from '../helpers/master-key';
+import { setupApp } from '../helpers/app';
+import { runHerald } from '../helpers/cli';
 
 /**
  * Pinning an account to delivery routes (src/routes/pinning.ts) and its command,
@@ -22,36 +18,8 @@ const ROUTES = [
   { name: 'notices', url: `smtp://herald:${PASSWORD}@notices.example.net:25`, streams: ['system'] },
 ];
 
-function throwInsteadOfExit(cmd: Command): Command {
-  cmd.exitOverride();
-  cmd.commands.forEach(throwInsteadOfExit);
-  return cmd;
-}
-
 /** `herald <args>` in-process with SMTP_ROUTES set; what it printed and its exit code. */
-async function herald(...args: string[]): Promise<{ out: string; err: string; exitCode: number }> {
-  const saved = { ...process.env };
-  process.env.DATABASE_URL = testDatabaseUrl();
-  process.env.DATA_DIR = path.join(os.tmpdir(), `herald-cli-${process.pid}`);
-  process.env.LOG_LEVEL = 'silent';
-  process.env.HERALD_MASTER_KEY = TEST_MASTER_KEY;
-  process.env.SMTP_ROUTES = JSON.stringify(ROUTES);
-  let out = '';
-  let err = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((c) => ((out += String(c)), true));
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation((c) => ((err += String(c)), true));
-  process.exitCode = 0;
-  try {
-    await throwInsteadOfExit(buildProgram()).parseAsync(['node', 'herald', ...args]);
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-    process.env = saved;
-  }
-  const exitCode = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { out, err, exitCode };
-}
+const herald = (...args: string[]) => runHerald(args, { SMTP_ROUTES: JSON.stringify(ROUTES) });
 
 const newAccount = async (name: string) => (await createAccount(db, { name, email: `${name.toLowerCase()}@pin.test` })).id;
 

@@ -9,7 +9,7 @@ import { createDb } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
 import { startInbound, startServer } from '../../src/server';
 import { testDatabaseUrl } from '../helpers/app';
-import { freePort } from '../helpers/net';
+import { freePort, freePorts } from '../helpers/net';
 import { dsn, remoteMta, vacation } from '../helpers/reports';
 
 /**
@@ -59,7 +59,7 @@ describe('herald inbound', () => {
 
 describe('herald serve with INBOUND_SMTP_PORT', () => {
   it('runs the inbound server beside the API and stops it on shutdown', async () => {
-    const [port, inbound] = [await freePort(), await freePort()];
+    const [port, inbound] = await freePorts(2);
     const running = await startServer(config({ PORT: String(port), BOUNCE_DOMAIN: 'bounces.example.test', INBOUND_SMTP_PORT: String(inbound) }), logger);
     try {
       expect(await answers(inbound)).toMatch(/^250/);

@@ -19,6 +19,8 @@ describe('GET /openapi.json', () => {
         if (def.failures.includes('AUTH')) expect(op.responses['401']).toBeDefined();
         if (def.failures.includes('VAL')) expect(op.responses['422']).toBeDefined();
         if (def.failures.some((f) => f === 'NF1' || f === 'NF2')) expect(op.responses['404']).toBeDefined();
+        // The one permission the route checks, named where a reader of /docs looks (README "Your team").
+        expect({ path: def.path, method, ends: String(op.description).endsWith(`Permission: \`${def.permission}\`.`) }).toEqual({ path: def.path, method, ends: true });
       }
     }
     expect(doc.components.securitySchemes.PublicKey).toEqual({ type: 'apiKey', in: 'header', name: 'PublicKey' });

@@ -41,8 +41,9 @@ describe('Herald’s tables on the cluster', () => {
     expect(tenant.length).toBeGreaterThan(20);
     for (const t of tenant) expect([t, kinds[t]]).toEqual([t, `distributed by ${DISTRIBUTION_COLUMN}`]);
     for (const t of REFERENCE_TABLES) expect([t, kinds[t]]).toEqual([t, 'reference by <none>']);
-    // dkim_keys refers to accounts, so Citus keeps it as a Citus-local table: on the coordinator only.
-    for (const t of GLOBAL_TABLES) expect([t, kinds[t]]).toEqual([t, t === 'dkim_keys' ? 'local' : 'plain']);
+    // dkim_keys and member_logins refer to accounts, so Citus keeps them as Citus-local tables: on the coordinator only.
+    const citusLocal = new Set(['dkim_keys', 'member_logins']);
+    for (const t of GLOBAL_TABLES) expect([t, kinds[t]]).toEqual([t, citusLocal.has(t) ? 'local' : 'plain']);
     expect(new Set(tenant.map((t) => catalog.get(t)!.colocation)).size).toBe(1);
   });
 

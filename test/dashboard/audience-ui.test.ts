@@ -453,7 +453,7 @@ describeBrowser('lists, contacts and segments in a browser', () => {
     await page.goto(`${served.base}/app`);
     await page.fill('input[name="public_key"]', c.public_key);
     await page.fill('input[name="secret_key"]', c.secret_key);
-    await click('button:has-text("Sign in")');
+    await click('button:has-text("Sign in with the keys")');
 
     // 1. A list.
     await page.goto(`${served.base}/app/contacts`);

@@ -95,7 +95,7 @@ describeBrowser('the dashboard in a browser', () => {
     await page.goto(`${base}/app`);
     await page.fill('input[name="public_key"]', account.public_key);
     await page.fill('input[name="secret_key"]', account.secret_key);
-    await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in")')]);
+    await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in with the keys")')]);
     await page.locator('h1', { hasText: 'Overview' }).waitFor();
   }
 
@@ -172,7 +172,8 @@ describeBrowser('the dashboard in a browser', () => {
     await page.goto(`${base}/app`);
     await page.keyboard.press('Tab'); // the skip link
     await page.keyboard.press('Tab'); // the brand
-    await page.keyboard.press('Tab');
+    // A user's form first (email, password, code, its button, the reset link), then the keys' form.
+    for (let i = 0; i < 6; i += 1) await page.keyboard.press('Tab');
     expect(await page.evaluate(`document.activeElement.name`)).toBe('public_key');
     await page.keyboard.type(a.public_key);
     await page.keyboard.press('Tab');

@@ -149,7 +149,7 @@ describeBrowser('a campaign from the browser (issue 34)', () => {
     await f.checked();
     await f.box('PublicKey').fill(a.public_key);
     await page().getByLabel('SecretKey', { exact: true }).fill(a.secret_key);
-    await f.submit('Sign in');
+    await f.submit('Sign in with the keys');
     await f.heading('Overview').waitFor();
     await f.checked();
     main.push(f.path);

@@ -370,7 +370,7 @@ describeBrowser('the design editors in a browser', () => {
     await tab.goto(`${served.base}/app`);
     await tab.fill('input[name="public_key"]', a.public_key);
     await tab.fill('input[name="secret_key"]', a.secret_key);
-    await Promise.all([tab.waitForURL(`${served.base}/app`), tab.click('button:has-text("Sign in")')]);
+    await Promise.all([tab.waitForURL(`${served.base}/app`), tab.click('button:has-text("Sign in with the keys")')]);
   }
 
   async function axe(): Promise<string[]> {
@@ -388,6 +388,12 @@ describeBrowser('the design editors in a browser', () => {
     const frame = await handle?.contentFrame();
     if (!frame) throw new Error('no preview frame');
     return frame;
+  }
+
+  /** Waits until focus is on the element `id`: the editor moves focus in an effect, after the click or key that asked. */
+  async function focusedOn(id: string): Promise<void> {
+    await tab.waitForFunction((want) => document.activeElement?.id === want, id, { timeout: 5_000 }).catch(() => undefined);
+    expect(await tab.evaluate(() => document.activeElement?.id)).toBe(id);
   }
 
   /** Waits until the preview shown holds `text` (the script updates it a moment after a change). */
@@ -432,7 +438,7 @@ describeBrowser('the design editors in a browser', () => {
     };
     await add('heading');
     // Focus is in the new block's first field.
-    expect(await tab.evaluate(() => document.activeElement?.id)).toBe('field-blocks-0-text');
+    await focusedOn('field-blocks-0-text');
     await tab.keyboard.press('Control+A');
     await tab.keyboard.type('Hello ((first_name))');
     await add('text');
@@ -449,7 +455,7 @@ describeBrowser('the design editors in a browser', () => {
     // Reorder by keyboard: the image moves up above the button; focus stays with it.
     await tab.focus('#field-blocks-3-up');
     await tab.keyboard.press('Enter');
-    expect(await tab.evaluate(() => document.activeElement?.id)).toBe('field-blocks-2-up');
+    await focusedOn('field-blocks-2-up');
     expect(await tab.locator('[role="status"]').last().innerText()).toContain('moved to position 3');
     const doc = JSON.parse(await tab.locator('textarea[name="source"]').inputValue());
     expect(doc.blocks.map((x: { type: string }) => x.type)).toEqual(['heading', 'text', 'image', 'button']);
@@ -494,7 +500,7 @@ describeBrowser('the design editors in a browser', () => {
     expect(await tab.getAttribute('#field-blocks-0-href', 'aria-invalid')).toBe('true');
     // The summary's link leads to the field.
     await tab.click(`.error-summary a[href="#field-blocks-0-href"]`);
-    expect(await tab.evaluate(() => document.activeElement?.id)).toBe('field-blocks-0-href');
+    await focusedOn('field-blocks-0-href');
     expect(await axe()).toEqual([]);
   });
 

@@ -118,7 +118,7 @@ describeBrowser('the forms pages in a browser', () => {
     await tab.goto(`${served.base}/app`);
     await tab.fill('input[name="public_key"]', a.public_key);
     await tab.fill('input[name="secret_key"]', a.secret_key);
-    await Promise.all([tab.waitForURL(`${served.base}/app`), tab.click('button:has-text("Sign in")')]);
+    await Promise.all([tab.waitForURL(`${served.base}/app`), tab.click('button:has-text("Sign in with the keys")')]);
   }, 60_000);
 
   afterAll(async () => {

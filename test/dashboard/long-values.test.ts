@@ -208,7 +208,7 @@ describeBrowser('long values on every dashboard page', () => {
       await check('sign-in');
       await page.fill('input[name="public_key"]', a.public_key);
       await page.fill('input[name="secret_key"]', a.secret_key);
-      await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in")')]);
+      await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in with the keys")')]);
       await page.locator('h1', { hasText: 'Overview' }).waitFor();
       for (const [path, values] of Object.entries(expected())) {
         await page.goto(`${base}${path}`);

@@ -420,7 +420,7 @@ describeBrowser('a campaign from the browser', () => {
     await page.goto(`${base()}/app`);
     await page.fill('input[name="public_key"]', w.a.public_key);
     await page.fill('input[name="secret_key"]', w.a.secret_key);
-    await click('button:has-text("Sign in")');
+    await click('button:has-text("Sign in with the keys")');
     await page.goto(`${base()}/app/sends`);
     expect(await axe()).toEqual([]);
     await click('a:has-text("New send")');

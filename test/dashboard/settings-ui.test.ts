@@ -501,7 +501,7 @@ describeBrowser('settings in a browser', () => {
     await page.goto(`${base}/app`);
     await page.fill('input[name="public_key"]', c.public_key);
     await page.fill('input[name="secret_key"]', c.secret_key);
-    await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in")')]);
+    await Promise.all([page.waitForURL(`${base}/app`), page.click('button:has-text("Sign in with the keys")')]);
 
     await page.goto(`${base}/app/senders`);
     await page.locator('h1', { hasText: 'Senders and unsubscribe groups' }).waitFor();

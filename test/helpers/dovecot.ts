@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './net';
+import { freePorts } from './net';
 import { waitFor } from './wait';
 
 /**
@@ -68,8 +68,8 @@ export async function startDovecot(opts: { tls?: boolean } = {}): Promise<Doveco
   if (!DOVECOT) throw new Error('startDovecot() without Dovecot: use describeDovecot()');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-dovecot-'));
   fs.chmodSync(dir, 0o755);
-  const port = await freePort();
-  const tls = opts.tls ? { port: await freePort(), certFile: path.join(dir, 'cert.pem') } : undefined;
+  const [port, tlsPort] = await freePorts(2);
+  const tls = opts.tls ? { port: tlsPort, certFile: path.join(dir, 'cert.pem') } : undefined;
   const keyFile = path.join(dir, 'key.pem');
   if (tls) {
     execFileSync(

@@ -422,6 +422,10 @@ const NO_READBACK: Record<string, string> = {
   'POST /sender/dns/check': 'takes only a sender id; stores DNS statuses (test/api/sender-dns.test.ts)',
   'POST /sender/dns/rotate': 'takes only a sender id; makes a key (test/api/sender-dns.test.ts)',
   'POST /suppressions/add': 'takes email addresses, which fuzzed strings almost never are (read back in test/api/suppressions.test.ts)',
+  'POST /users/invite': 'takes an email address, which fuzzed strings almost never are, and mails an invitation (read back in test/api/users.test.ts)',
+  'POST /users/resend-invitation': 'takes only a user id; mails a new link (test/api/users.test.ts)',
+  'POST /users/delete': 'takes only a user id; removes the user (test/api/users.test.ts)',
+  'POST /users/reset-two-factor': 'takes only a user id; clears the second factor (test/api/users.test.ts)',
   'POST /contacts/erase': 'takes one address and removes what holds it; what stays (the hashed suppression, the audit record) is read in test/api/erase.test.ts',
 };
 

@@ -277,6 +277,11 @@ const MATRIX: Record<string, Case[]> = {
   'GET /forms/details': [idCase('id', (h, t) => h.get(q('/forms/details', { id: t.formId })))],
   'GET /forms/stats': [idCase('id', (h, t) => h.get(q('/forms/stats', { id: t.formId })))],
   'DELETE /forms/delete': [idCase('id', (h, t) => h.delete(q('/forms/delete', { id: t.formId })))],
+  'POST /users/resend-invitation': [idCase('id', (h, t) => h.form('/users/resend-invitation', { id: t.userMemberId }))],
+  'POST /users/role': [idCase('id', (h, t) => h.form('/users/role', { id: t.userMemberId, role: 'viewer' }))],
+  'POST /users/reset-two-factor': [idCase('id', (h, t) => h.form('/users/reset-two-factor', { id: t.userMemberId }))],
+  // A user of its own: the control replays every row on one world, and this one removes its user.
+  'POST /users/delete': [idCase('id', (h, t) => h.form('/users/delete', { id: t.removableMemberId }))],
   'GET /contacts/search': [idCase('contact_type_id', (h, t, me) => h.get(q('/contacts/search', { q: me.marker, contact_type_id: t.contactTypeId })))],
   'GET /contacts/export': [
     idCase('contact_type_id', (h, t) => h.get(q('/contacts/export', { contact_type_id: t.contactTypeId }))),
@@ -514,6 +519,8 @@ describe("lists and reads with B's keys never show A's records", () => {
 
 /** Reads whose answer, for the owner, contains the owner's records (hence its marker). */
 const OWN_DATA_VISIBLE = new Set([
+  'GET /users',
+  'GET /audit-log',
   'GET /reports/overview',
   'GET /global-unsubscribes',
   'GET /segment/list',

@@ -39,4 +39,14 @@ describe('AddressSet growing past the size it was made for', () => {
     for (let i = 1000; i < 4000; i += 1) set.visit(email(i), i + 2);
     expect(set.visit(email(7), 5000)).toMatchObject({ contactId: 0, previousRow: 9, previousUnchanged: true });
   });
+
+  it('lets go of its table when released: small again, and empty', () => {
+    const set = loaded(100_000);
+    expect(set.bytes).toBeGreaterThan(100_000 * 20);
+    set.release();
+    expect(set.bytes).toBeLessThan(16 * 1024);
+    expect(set.count).toBe(0);
+    expect(set.lastRowOf(email(7))).toBe(0);
+    expect(set.visit(email(7), 3)).toMatchObject({ contactId: 0, previousRow: 0, printed: false });
+  });
 });

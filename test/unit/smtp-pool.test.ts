@@ -1,7 +1,12 @@
 import net, { type AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { classifySmtpError, smtpMailer } from '../../src/mail/mailer';
-import { envelopeFor, SmtpPool, type SmtpFailure } from '../../src/mail/smtp-pool';
+import fc from 'fast-check';
+import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
+import { dkimSignatureLine } from '../../src/dkim/sign';
+import { buildMessage } from '../../src/mail/mime';
+import { envelopeFor, sendsAsItStands, SmtpPool, writeData, type SmtpFailure } from '../../src/mail/smtp-pool';
+import { testDkimKey } from '../helpers/dkim-key';
 
 /**
  * Herald's SMTP pool (src/mail/smtp-pool.ts) against a real in-process server: what the server
@@ -256,5 +261,65 @@ describe('envelopeFor', () => {
     expect(envelopeFor('b@herald.test', 'User@Example.COM')).toEqual({ from: 'b@herald.test', to: ['User@example.com'] });
     expect(envelopeFor('b@herald.test', 'u@bücher.de')).toEqual({ from: 'b@herald.test', to: ['u@xn--bcher-kva.de'] });
     expect(envelopeFor('b@herald.test', 'a..b@x.example')).toEqual({ from: 'b@herald.test', to: ['"a..b"@x.example'] });
+  });
+});
+
+describe('the DATA stream (writeData)', () => {
+  /** What nodemailer's DATA stream sends for `raw` written as the pool writes it (`skip`) or as nodemailer does; and its counters. */
+  async function wire(raw: string, skip: boolean): Promise<{ bytes: string; size: number; source: number }> {
+    const stream = new DataStream();
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    const ended = new Promise((resolve) => stream.on('end', resolve));
+    if (skip) writeData(stream, raw);
+    else {
+      stream.write(raw);
+      stream.end();
+    }
+    await ended;
+    const counters = stream as unknown as { outByteCount: number; inByteCount: number };
+    return { bytes: Buffer.concat(chunks).toString('latin1'), size: counters.outByteCount, source: counters.inByteCount };
+  }
+
+  const lines = fc.array(fc.constantFrom('a', 'é', '.', '..', '\r', '\n', '\r\n', ' ', '=', '-'), { maxLength: 40 }).map((xs) => xs.join(''));
+
+  it('sends the same bytes, with the same counts, as nodemailer’s own escaping, for any message', async () => {
+    await fc.assert(
+      fc.asyncProperty(lines, async (raw) => {
+        expect(await wire(raw, true)).toEqual(await wire(raw, false));
+      }),
+      { numRuns: 500 },
+    );
+    // The cases the loop is there for: a dot at a line's start is doubled, bare CR and LF become CRLF, and the end-of-data line follows the last byte.
+    for (const raw of ['.hidden\r\n', 'a\r\n.b\r\n', 'a\nb\r\n', 'a\rb', 'end\r', 'end\n', 'plain\r\n', 'plain']) {
+      expect(await wire(raw, true)).toEqual(await wire(raw, false));
+    }
+  });
+
+  it('lets a message through unchanged only when the escaping would change nothing', () => {
+    expect(sendsAsItStands('Subject: x\r\n\r\nbody\r\n')).toBe(true);
+    for (const raw of ['', '.x\r\n', 'a\r\n\nb', 'a\r\n.b\r\n', 'a\nb\r\n', '\nb', 'a\rb\r\n', 'a\r']) expect(sendsAsItStands(raw)).toBe(false);
+  });
+
+  it('Herald’s messages, signed, need no escaping (so none pays for the loop), whatever their subject, headers and bodies hold', async () => {
+    const { key } = testDkimKey('acme.test', 'herald2026111');
+    const text = fc.string({ unit: fc.constantFrom('a', 'é', '.', '\r', '\n', ' ', '\u2028', '😀'), maxLength: 60 });
+    await fc.assert(
+      fc.asyncProperty(text, text, text, text, async (subject, body, html, header) => {
+        const raw = buildMessage({
+          from: { name: `News ${header}`, email: 'news@acme.test' },
+          to: { email: 'jane@example.com' },
+          replyTo: header || null,
+          subject,
+          text: body,
+          html,
+          messageId: '<m1@acme.test>',
+          headers: { 'List-Unsubscribe': `<https://acme.test/u/${header}>` },
+        });
+        const signed = (await dkimSignatureLine(raw, key)) + raw;
+        expect(sendsAsItStands(signed)).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { guarded } from '../permissions';
 import type { DashboardKit } from '../respond';
 import { page } from '../respond';
 import { csvUpload, importProgress, importUpload } from '../upload';
@@ -18,38 +19,39 @@ import {
 
 /** Lists, contacts, imports and segments (src/dashboard/index.tsx mounts each area). */
 export function mountAudiencePages({ router: r, deps, signedIn, requireCsrf, form }: DashboardKit): void {
-  r.get('/contacts', signedIn, page(contactsPage, 'contacts'));
-  r.get('/contacts/search', signedIn, page(contactSearchPage, 'contacts'));
-  r.get('/contacts/imports.json', signedIn, importProgress);
-  r.post('/contacts/import', signedIn, ...importUpload(deps, requireCsrf));
-  r.get('/contacts/:id', signedIn, page(contactPage, 'contacts'));
-  r.get('/contacts/:id/edit', signedIn, page(editContactPage, 'contacts'));
-  r.post('/contacts/:id/edit', form, signedIn, requireCsrf, page(editContactAction, 'contacts'));
-  r.post('/contacts/:id/delete', form, signedIn, requireCsrf, page(deleteContactAction, 'contacts'));
-  r.post('/contacts/:id/unsubscribe', form, signedIn, requireCsrf, page(unsubscribeAction, 'contacts'));
-  r.post('/contacts/:id/resubscribe', form, signedIn, requireCsrf, page(resubscribeAction, 'contacts'));
+  const g = guarded(r, signedIn);
+  g.get('/contacts', 'read', page(contactsPage, 'contacts'));
+  g.get('/contacts/search', 'read', page(contactSearchPage, 'contacts'));
+  g.get('/contacts/imports.json', 'read', importProgress);
+  g.post('/contacts/import', 'audience:manage', ...importUpload(deps, requireCsrf));
+  g.get('/contacts/:id', 'read', page(contactPage, 'contacts'));
+  g.get('/contacts/:id/edit', 'audience:manage', page(editContactPage, 'contacts'));
+  g.post('/contacts/:id/edit', 'audience:manage', form, requireCsrf, page(editContactAction, 'contacts'));
+  g.post('/contacts/:id/delete', 'audience:manage', form, requireCsrf, page(deleteContactAction, 'contacts'));
+  g.post('/contacts/:id/unsubscribe', 'settings:manage', form, requireCsrf, page(unsubscribeAction, 'contacts'));
+  g.post('/contacts/:id/resubscribe', 'settings:manage', form, requireCsrf, page(resubscribeAction, 'contacts'));
 
-  r.get('/lists/new', signedIn, page(newListPage, 'contacts'));
-  r.post('/lists/new', form, signedIn, requireCsrf, page(createListAction, 'contacts'));
-  r.get('/lists/:id', signedIn, page(listPage, 'contacts'));
-  r.get('/lists/:id/edit', signedIn, page(renameListPage, 'contacts'));
-  r.post('/lists/:id/edit', form, signedIn, requireCsrf, page(renameListAction, 'contacts'));
-  r.get('/lists/:id/delete', signedIn, page(deleteListPage, 'contacts'));
-  r.post('/lists/:id/delete', form, signedIn, requireCsrf, page(deleteListAction, 'contacts'));
-  r.get('/lists/:id/export.csv', signedIn, page(exportListAction, 'contacts'));
-  r.get('/lists/:id/contacts/new', signedIn, page(newContactPage, 'contacts'));
-  r.post('/lists/:id/contacts/new', form, signedIn, requireCsrf, page(addContactAction, 'contacts'));
+  g.get('/lists/new', 'audience:manage', page(newListPage, 'contacts'));
+  g.post('/lists/new', 'audience:manage', form, requireCsrf, page(createListAction, 'contacts'));
+  g.get('/lists/:id', 'read', page(listPage, 'contacts'));
+  g.get('/lists/:id/edit', 'audience:manage', page(renameListPage, 'contacts'));
+  g.post('/lists/:id/edit', 'audience:manage', form, requireCsrf, page(renameListAction, 'contacts'));
+  g.get('/lists/:id/delete', 'audience:manage', page(deleteListPage, 'contacts'));
+  g.post('/lists/:id/delete', 'audience:manage', form, requireCsrf, page(deleteListAction, 'contacts'));
+  g.get('/lists/:id/export.csv', 'audience:manage', page(exportListAction, 'contacts'));
+  g.get('/lists/:id/contacts/new', 'audience:manage', page(newContactPage, 'contacts'));
+  g.post('/lists/:id/contacts/new', 'audience:manage', form, requireCsrf, page(addContactAction, 'contacts'));
   // The token is read once the multipart form is parsed (it is one of its fields).
-  r.post('/lists/:id/import', signedIn, csvUpload(deps), requireCsrf, page(uploadForMappingAction, 'contacts'));
-  r.get('/lists/:id/import/:token', signedIn, page(mappingPage, 'contacts'));
-  r.post('/lists/:id/import/:token', form, signedIn, requireCsrf, page(importMappedAction, 'contacts'));
+  g.post('/lists/:id/import', 'audience:manage', csvUpload(deps), requireCsrf, page(uploadForMappingAction, 'contacts'));
+  g.get('/lists/:id/import/:token', 'audience:manage', page(mappingPage, 'contacts'));
+  g.post('/lists/:id/import/:token', 'audience:manage', form, requireCsrf, page(importMappedAction, 'contacts'));
 
-  r.get('/segments/new', signedIn, page(newSegmentPage, 'contacts'));
-  r.post('/segments/new', form, signedIn, requireCsrf, page(createSegmentAction, 'contacts'));
-  r.get('/segments/count', signedIn, countAction);
-  r.get('/segments/:id', signedIn, page(segmentPage, 'contacts'));
-  r.post('/segments/:id', form, signedIn, requireCsrf, page(updateSegmentAction, 'contacts'));
-  r.post('/segments/:id/delete', form, signedIn, requireCsrf, page(deleteSegmentAction, 'contacts'));
-  r.get('/segments/:id/members', signedIn, page(membersPage, 'contacts'));
-  r.get('/segments/:id/export.csv', signedIn, page(exportSegmentAction, 'contacts'));
+  g.get('/segments/new', 'audience:manage', page(newSegmentPage, 'contacts'));
+  g.post('/segments/new', 'audience:manage', form, requireCsrf, page(createSegmentAction, 'contacts'));
+  g.get('/segments/count', 'read', countAction);
+  g.get('/segments/:id', 'read', page(segmentPage, 'contacts'));
+  g.post('/segments/:id', 'audience:manage', form, requireCsrf, page(updateSegmentAction, 'contacts'));
+  g.post('/segments/:id/delete', 'audience:manage', form, requireCsrf, page(deleteSegmentAction, 'contacts'));
+  g.get('/segments/:id/members', 'read', page(membersPage, 'contacts'));
+  g.get('/segments/:id/export.csv', 'audience:manage', page(exportSegmentAction, 'contacts'));
 }

@@ -66,7 +66,7 @@ export async function loadSequence(p: PageContext, req: Request, res: Response, 
 type Sequence = Awaited<ReturnType<typeof loadSequence>>;
 
 /** The emails with what each is sent as, and a remove button each. */
-export function SequenceTable({ seq, utr, csrf }: { seq: Sequence; utr: string; csrf: string }) {
+export function SequenceTable({ seq, utr, csrf, edit = true }: { seq: Sequence; utr: string; csrf: string; edit?: boolean }) {
   return (
     <Table<Sequence['rows'][number]>
       name="schedules"
@@ -81,14 +81,17 @@ export function SequenceTable({ seq, utr, csrf }: { seq: Sequence; utr: string; 
         { label: 'Design', cell: (e) => seq.designNames.get(e.template_id) ?? `design ${e.template_id}` },
         {
           label: 'Actions',
-          cell: (e) => (
-            <div class="actions">
-              <a href={`/app/automations/${utr}/emails/${e.utr}/edit`} aria-label={`Edit: email ${e.position}, ${e.subject}`}>
-                Edit
-              </a>
-              <PostButton action={`/app/automations/${utr}/emails/${e.utr}/delete`} csrf={csrf} label="Remove" name={`email ${e.position}, ${e.subject}`} />
-            </div>
-          ),
+          cell: (e) =>
+            edit ? (
+              <div class="actions">
+                <a href={`/app/automations/${utr}/emails/${e.utr}/edit`} aria-label={`Edit: email ${e.position}, ${e.subject}`}>
+                  Edit
+                </a>
+                <PostButton action={`/app/automations/${utr}/emails/${e.utr}/delete`} csrf={csrf} label="Remove" name={`email ${e.position}, ${e.subject}`} />
+              </div>
+            ) : (
+              '–'
+            ),
         },
       ]}
     />

@@ -1,3 +1,5 @@
+import { allowed, guarded } from '../permissions';
+import type { Permission } from '../../team/permissions';
 import type { Request, Response } from 'express';
 import type { FieldErrors } from '../../http/errors';
 import { automationRoutes } from '../../resources/automations/automations.router';
@@ -30,7 +32,8 @@ const DONE: Record<string, string> = {
 };
 
 /** The one state change the automation allows now: set live (a draft), pause (live) or resume (paused). */
-function PauseResume({ a, csrf }: { a: Pick<Automation, 'utr' | 'status' | 'automation_name'>; csrf: string }) {
+function PauseResume({ a, csrf, may }: { a: Pick<Automation, 'utr' | 'status' | 'automation_name'>; csrf: string; may: boolean }) {
+  if (!may) return <>–</>;
   if (a.status === AutomationStatus.Live) return <PostButton action={`/app/automations/${a.utr}/pause`} csrf={csrf} label="Pause" name={a.automation_name} />;
   if (a.status === AutomationStatus.Paused) return <PostButton action={`/app/automations/${a.utr}/resume`} csrf={csrf} label="Resume" name={a.automation_name} />;
   return <PostButton action={`/app/automations/${a.utr}/live`} csrf={csrf} label="Set live" name={a.automation_name} />;
@@ -44,11 +47,13 @@ async function automationsPage(req: Request, res: Response, p: PageContext): Pro
     <Layout title="Automations" csrf={p.session.csrf} active="automations">
       <h1>Automations</h1>
       <Flash req={req} texts={DONE} />
-      <p>
-        <a class="button" href="/app/automations/new">
-          New automation
-        </a>
-      </p>
+      {allowed(p, 'campaigns:manage') ? (
+        <p>
+          <a class="button" href="/app/automations/new">
+            New automation
+          </a>
+        </p>
+      ) : null}
       <Section title="Sequences" id="automations">
         <Table<Automation>
           name="automations"
@@ -63,7 +68,7 @@ async function automationsPage(req: Request, res: Response, p: PageContext): Pro
             { label: 'Delivered', numeric: true, cell: (a) => count(a.total_delivered) },
             { label: 'Open rate', numeric: true, cell: (a) => percent(share(a.total_unique_opens, a.total_delivered)) },
             { label: 'Unsubscribes', numeric: true, cell: (a) => count(a.total_unsubscribe) },
-            { label: 'Action', cell: (a) => <PauseResume a={a} csrf={p.session.csrf} /> },
+            { label: 'Action', cell: (a) => <PauseResume a={a} csrf={p.session.csrf} may={allowed(p, 'campaigns:send')} /> },
           ]}
         />
       </Section>
@@ -88,15 +93,17 @@ async function renderAutomation(req: Request, res: Response, p: PageContext, sta
       {refusal ? null : <Flash req={req} texts={DONE} />}
       <Refusal errors={refusal} />
       <p class="muted">
-        {STATUS[a.status] ?? String(a.status)} · <PauseResume a={a} csrf={p.session.csrf} />
+        {STATUS[a.status] ?? String(a.status)} · <PauseResume a={a} csrf={p.session.csrf} may={allowed(p, 'campaigns:send')} />
       </p>
       <Section title="Sequence" id="sequence">
-        <SequenceTable seq={seq} utr={a.utr} csrf={p.session.csrf} />
-        <p class="sequence-actions">
-          <a class="button" href={`/app/automations/${a.utr}/emails/new`}>
-            Add an email
-          </a>
-        </p>
+        <SequenceTable seq={seq} utr={a.utr} csrf={p.session.csrf} edit={allowed(p, 'campaigns:manage')} />
+        {allowed(p, 'campaigns:manage') ? (
+          <p class="sequence-actions">
+            <a class="button" href={`/app/automations/${a.utr}/emails/new`}>
+              Add an email
+            </a>
+          </p>
+        ) : null}
       </Section>
       <Metrics label="Counters of the whole sequence">
         <Metric name="total_triggered" label="Sent" value={count(stats.total_triggered)} />
@@ -184,17 +191,18 @@ function setAutomationState(action: 'live' | 'pause' | 'resume') {
 
 /** The automations' pages (src/dashboard/index.tsx mounts each area). */
 export function mountAutomationPages({ router: r, signedIn, requireCsrf, form }: DashboardKit): void {
-  const post = (path: string, handler: Parameters<typeof page>[0]) => r.post(path, form, signedIn, requireCsrf, page(handler, 'automations'));
-  r.get('/automations', signedIn, page(automationsPage, 'automations'));
-  r.get('/automations/new', signedIn, page(newAutomationPage, 'automations'));
-  post('/automations/new', createAutomationAction);
-  r.get('/automations/:utr', signedIn, page(automationPage, 'automations'));
-  post('/automations/:utr/live', setAutomationState('live'));
-  post('/automations/:utr/pause', setAutomationState('pause'));
-  post('/automations/:utr/resume', setAutomationState('resume'));
-  r.get('/automations/:utr/emails/new', signedIn, page(newEmailPage, 'automations'));
-  post('/automations/:utr/emails/new', addEmailAction);
-  r.get('/automations/:utr/emails/:email/edit', signedIn, page(editEmailPage, 'automations'));
-  post('/automations/:utr/emails/:email/edit', updateEmailAction);
-  post('/automations/:utr/emails/:email/delete', removeEmailAction);
+  const g = guarded(r, signedIn);
+  const post = (path: string, permission: Permission, handler: Parameters<typeof page>[0]) => g.post(path, permission, form, requireCsrf, page(handler, 'automations'));
+  g.get('/automations', 'read', page(automationsPage, 'automations'));
+  g.get('/automations/new', 'campaigns:manage', page(newAutomationPage, 'automations'));
+  post('/automations/new', 'campaigns:manage', createAutomationAction);
+  g.get('/automations/:utr', 'read', page(automationPage, 'automations'));
+  post('/automations/:utr/live', 'campaigns:send', setAutomationState('live'));
+  post('/automations/:utr/pause', 'campaigns:send', setAutomationState('pause'));
+  post('/automations/:utr/resume', 'campaigns:send', setAutomationState('resume'));
+  g.get('/automations/:utr/emails/new', 'campaigns:manage', page(newEmailPage, 'automations'));
+  post('/automations/:utr/emails/new', 'campaigns:manage', addEmailAction);
+  g.get('/automations/:utr/emails/:email/edit', 'campaigns:manage', page(editEmailPage, 'automations'));
+  post('/automations/:utr/emails/:email/edit', 'campaigns:manage', updateEmailAction);
+  post('/automations/:utr/emails/:email/delete', 'campaigns:manage', removeEmailAction);
 }

@@ -11,6 +11,7 @@ import { count, importError, when } from '../format';
 import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { Flash } from './sender-kit';
+import { allowed } from '../permissions';
 
 /**
  * Lists and segments with their sizes, the CSV upload (progress and result: assets/dashboard/app.js
@@ -69,11 +70,13 @@ export async function contactsPage(req: Request, res: Response, p: PageContext):
         </form>
       </Section>
       <Section title="Lists" id="lists">
-        <p>
-          <a class="button" href="/app/lists/new">
-            New list
-          </a>
-        </p>
+        {allowed(p, 'audience:manage') ? (
+          <p>
+            <a class="button" href="/app/lists/new">
+              New list
+            </a>
+          </p>
+        ) : null}
         <Table
           name="lists"
           caption="Contact lists and how many contacts each holds"
@@ -86,7 +89,7 @@ export async function contactsPage(req: Request, res: Response, p: PageContext):
         />
       </Section>
       <Section title="Segments" id="segments">
-        {lists.length ? (
+        {lists.length && allowed(p, 'audience:manage') ? (
           <p>
             <a class="button" href="/app/segments/new">
               New segment
@@ -106,7 +109,9 @@ export async function contactsPage(req: Request, res: Response, p: PageContext):
         />
       </Section>
       <Section title="Import a CSV file" id="import">
-        {lists.length === 0 ? (
+        {!allowed(p, 'audience:manage') ? (
+          <p class="muted">Your role does not import contacts (it needs the permission audience:manage).</p>
+        ) : lists.length === 0 ? (
           <p class="muted">
             <a href="/app/lists/new">Make a list</a> first; then import into it here.
           </p>
@@ -207,9 +212,11 @@ export async function contactPage(req: Request, res: Response, p: PageContext): 
       <h1 class="url">{contact.email}</h1>
       <Flash req={req} texts={{ saved: 'The contact was saved.', unsubscribed: 'The address is unsubscribed from all email.', resubscribed: 'The address is subscribed again.' }} />
       <div class="actions">
-        <a class="button" href={`/app/contacts/${id}/edit`}>
-          Edit
-        </a>
+        {allowed(p, 'audience:manage') ? (
+          <a class="button" href={`/app/contacts/${id}/edit`}>
+            Edit
+          </a>
+        ) : null}
         <a class="button secondary" href={`/app/lists/${String(contact.contact_type_id)}`}>
           Its list
         </a>
@@ -246,7 +253,7 @@ export async function contactPage(req: Request, res: Response, p: PageContext): 
         ) : memberships.global_unsubscribe ? null : (
           <p class="muted">No unsubscribe group.</p>
         )}
-        {memberships.global_unsubscribe ? (
+        {!allowed(p, 'settings:manage') ? null : memberships.global_unsubscribe ? (
           <PostButton action={`/app/contacts/${id}/resubscribe`} csrf={p.session.csrf} label="Re-subscribe" name={contact.email} />
         ) : (
           <PostButton action={`/app/contacts/${id}/unsubscribe`} csrf={p.session.csrf} label="Unsubscribe from all email" name={contact.email} />

@@ -7,11 +7,13 @@ import { SUPPRESSION_TYPES } from '../../resources/suppressions/suppressions.sch
 import { listRoutes } from '../../resources/routes/routes.service';
 import { routeHours, type RouteHours } from '../../events/route-hours';
 import type { RouteView } from '../../routes/types';
+import { DnsRecordStatus } from '../../states';
 import { Chart, Section, Table } from '../components';
 import { count, dayLabel, hourLabel, when } from '../format';
 import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { OVERVIEW_DAYS } from './overview';
+import { allowed, auditAction } from '../permissions';
 
 /**
  * Senders with the DNS records to publish (GET /sender/dns) and "check now" (POST
@@ -68,7 +70,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
                 { label: 'Status', cell: (r) => <span class={`status ${r.status}`}>{r.status}</span> },
               ]}
             />
-            <PostButton action={`/app/senders/${s.id}/check`} csrf={p.session.csrf} label="Check now" name={`the records of ${records[i].domain}`} />
+            {allowed(p, 'settings:manage') ? <PostButton action={`/app/senders/${s.id}/check`} csrf={p.session.csrf} label="Check now" name={`the records of ${records[i].domain}`} /> : null}
           </article>
         ))}
       </Section>
@@ -121,7 +123,7 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
             { label: 'Since', cell: (x) => <time dateTime={x.created_at}>{when(x.created_at, p.tz)}</time> },
             {
               label: 'Action',
-              cell: (x) => <PostButton action="/app/suppressions/lift" csrf={p.session.csrf} label="Lift" name={`the suppression of ${x.email}`} fields={{ email: x.email }} />,
+              cell: (x) => (allowed(p, 'settings:manage') ? <PostButton action="/app/suppressions/lift" csrf={p.session.csrf} label="Lift" name={`the suppression of ${x.email}`} fields={{ email: x.email }} /> : '–'),
             },
           ]}
         />
@@ -136,13 +138,18 @@ export async function deliverabilityPage(req: Request, res: Response, p: PageCon
 
 export async function checkSenderAction(req: Request, res: Response, p: PageContext): Promise<void> {
   const id = /^\d{1,9}$/.test(String(req.params.id)) ? Number(req.params.id) : 0;
-  await checkSenderRecords(p.ctx, p.deps.config, id);
+  const checked = await checkSenderRecords(p.ctx, p.deps.config, id);
+  const verified = checked.records.filter((r) => r.status === DnsRecordStatus.Verified).length;
+  await auditAction(p, { action: 'sender.dns_checked', objectKind: 'sender', objectId: id, summary: `${verified} of ${checked.records.length} records verified` });
   res.redirect(303, `/app/deliverability#sender-${id}`);
 }
 
 export async function liftSuppressionAction(req: Request, res: Response, p: PageContext): Promise<void> {
   const email = typeof req.body?.email === 'string' ? req.body.email.trim() : '';
-  if (email) await deleteSuppressions(p.ctx, [email]);
+  if (email) {
+    await deleteSuppressions(p.ctx, [email]);
+    await auditAction(p, { action: 'suppression.lifted', objectKind: 'suppression', summary: 'lifted for 1 address' });
+  }
   res.redirect(303, '/app/deliverability#suppressions');
 }
 

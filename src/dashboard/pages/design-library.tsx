@@ -11,6 +11,7 @@ import { sendPage, type PageContext } from '../respond';
 import { DELETE, designId, FORMAT_NAMES, LIST } from './design-common';
 import { Flash, Refusal, routeOf } from './sender-kit';
 import type { DesignFormat } from '../../render/design-formats';
+import { allowed } from '../permissions';
 
 /**
  * The design library (issue 34): the account's saved designs (GET /designs/list, a page at a
@@ -53,35 +54,38 @@ export async function libraryPage(req: Request, res: Response, p: PageContext): 
   const saved = list.ok ? (list.message as { designs: Saved[]; pagination: { total: number } }) : { designs: [], pagination: { total: 0 } };
   // The built-ins are the templates with a preview image (a saved design listed there has none).
   const builtIns = templates.ok ? (templates.message as { templates: TemplateRecord[] }).templates.filter((t) => t.preview_image !== '') : [];
+  const manage = allowed(p, 'campaigns:manage');
   sendPage(
     res,
     200,
     <Layout title="Designs" csrf={p.session.csrf} active="designs" styles={['designs.css']}>
       <h1>Designs</h1>
       <Flash req={req} texts={{ deleted: 'Design deleted.' }} />
-      <Section title="New design" id="new">
-        <p class="muted">Each design is written one way. Saved designs are chosen by their id in sends, automation emails and A/B variations.</p>
-        <ul class="new-designs">
-          <li>
-            <a class="button" href="/app/designs/new?format=blocks">
-              New block design
-            </a>
-            <span class="muted"> Blocks (headings, text, images, buttons, columns, footer) edited in a form.</span>
-          </li>
-          <li>
-            <a class="button" href="/app/designs/new?format=markdown">
-              New Markdown design
-            </a>
-            <span class="muted"> Markdown in Herald’s responsive layout.</span>
-          </li>
-          <li>
-            <a class="button" href="/app/designs/new?format=html">
-              New HTML design
-            </a>
-            <span class="muted"> Your own HTML, with a live preview.</span>
-          </li>
-        </ul>
-      </Section>
+      {manage ? (
+        <Section title="New design" id="new">
+          <p class="muted">Each design is written one way. Saved designs are chosen by their id in sends, automation emails and A/B variations.</p>
+          <ul class="new-designs">
+            <li>
+              <a class="button" href="/app/designs/new?format=blocks">
+                New block design
+              </a>
+              <span class="muted"> Blocks (headings, text, images, buttons, columns, footer) edited in a form.</span>
+            </li>
+            <li>
+              <a class="button" href="/app/designs/new?format=markdown">
+                New Markdown design
+              </a>
+              <span class="muted"> Markdown in Herald’s responsive layout.</span>
+            </li>
+            <li>
+              <a class="button" href="/app/designs/new?format=html">
+                New HTML design
+              </a>
+              <span class="muted"> Your own HTML, with a live preview.</span>
+            </li>
+          </ul>
+        </Section>
+      ) : null}
       <Section title="Your designs" id="saved">
         <Table<Saved>
           name="designs"
@@ -89,25 +93,28 @@ export async function libraryPage(req: Request, res: Response, p: PageContext): 
           rows={saved.designs}
           empty="No saved designs yet: start one above, or from a built-in design below."
           columns={[
-            { label: 'Name', cell: (d) => <a href={`/app/designs/${d.id}/edit`}>{d.template_name}</a> },
+            { label: 'Name', cell: (d) => (manage ? <a href={`/app/designs/${d.id}/edit`}>{d.template_name}</a> : d.template_name) },
             { label: 'Id', numeric: true, cell: (d) => String(d.id) },
             { label: 'Format', cell: (d) => FORMAT_NAMES[d.format] },
             { label: 'Saved', cell: (d) => <time dateTime={d.updated_at}>{when(d.updated_at, p.tz)}</time> },
             {
               label: 'Actions',
-              cell: (d) => (
-                <span class="row-actions">
-                  <a href={`/app/designs/${d.id}/edit`} aria-label={`Edit: ${d.template_name}`}>
-                    Edit
-                  </a>
-                  <a href={`/app/designs/new?from=${d.id}`} aria-label={`Duplicate: ${d.template_name}`}>
-                    Duplicate
-                  </a>
-                  <a href={`/app/designs/${d.id}/delete`} aria-label={`Delete: ${d.template_name}`}>
-                    Delete
-                  </a>
-                </span>
-              ),
+              cell: (d) =>
+                !manage ? (
+                  '–'
+                ) : (
+                  <span class="row-actions">
+                    <a href={`/app/designs/${d.id}/edit`} aria-label={`Edit: ${d.template_name}`}>
+                      Edit
+                    </a>
+                    <a href={`/app/designs/new?from=${d.id}`} aria-label={`Duplicate: ${d.template_name}`}>
+                      Duplicate
+                    </a>
+                    <a href={`/app/designs/${d.id}/delete`} aria-label={`Delete: ${d.template_name}`}>
+                      Delete
+                    </a>
+                  </span>
+                ),
             },
           ]}
         />
@@ -120,9 +127,11 @@ export async function libraryPage(req: Request, res: Response, p: PageContext): 
             <li class="built-in" data-template={t.id}>
               <img src={`/images/${encodeURIComponent(t.preview_image)}`} alt="" width={160} height={290} loading="lazy" />
               <h3>{t.is_blank ? `${t.template_name} (blank)` : t.template_name}</h3>
-              <a class="button secondary" href={`/app/designs/new?template=${t.id}`} aria-label={`Start from it: ${t.template_name}`}>
-                Start from it
-              </a>
+              {manage ? (
+                <a class="button secondary" href={`/app/designs/new?template=${t.id}`} aria-label={`Start from it: ${t.template_name}`}>
+                  Start from it
+                </a>
+              ) : null}
             </li>
           ))}
         </ul>

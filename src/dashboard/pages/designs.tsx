@@ -1,3 +1,4 @@
+import { guarded } from '../permissions';
 import { page, type DashboardKit } from '../respond';
 import {
   convertDesignAction,
@@ -17,15 +18,16 @@ import { confirmDeletePage, deleteDesignAction, libraryPage } from './design-lib
  * (design-editor.tsx). Forms that carry a design's source take the design-sized body parser.
  */
 export function mountDesignPages({ router: r, signedIn, requireCsrf, form, largeForm }: DashboardKit): void {
-  r.get('/designs', signedIn, page(libraryPage, 'designs'));
-  r.get('/designs/new', signedIn, page(newDesignPage, 'designs'));
-  r.post('/designs/new', largeForm, signedIn, requireCsrf, page(saveDesignAction, 'designs'));
-  r.get('/designs/preview', signedIn, page(startPreview, 'designs'));
-  r.post('/designs/preview', largeForm, signedIn, requireCsrf, page(typedPreview, 'designs'));
-  r.get('/designs/:id/edit', signedIn, page(editDesignPage, 'designs'));
-  r.post('/designs/:id/edit', largeForm, signedIn, requireCsrf, page(updateDesignAction, 'designs'));
-  r.post('/designs/:id/convert', largeForm, signedIn, requireCsrf, page(convertDesignAction, 'designs'));
-  r.get('/designs/:id/preview', signedIn, page(savedPreview, 'designs'));
-  r.get('/designs/:id/delete', signedIn, page(confirmDeletePage, 'designs'));
-  r.post('/designs/:id/delete', form, signedIn, requireCsrf, page(deleteDesignAction, 'designs'));
+  const g = guarded(r, signedIn);
+  g.get('/designs', 'read', page(libraryPage, 'designs'));
+  g.get('/designs/new', 'campaigns:manage', page(newDesignPage, 'designs'));
+  g.post('/designs/new', 'campaigns:manage', largeForm, requireCsrf, page(saveDesignAction, 'designs'));
+  g.get('/designs/preview', 'campaigns:manage', page(startPreview, 'designs'));
+  g.post('/designs/preview', 'campaigns:manage', largeForm, requireCsrf, page(typedPreview, 'designs'));
+  g.get('/designs/:id/edit', 'campaigns:manage', page(editDesignPage, 'designs'));
+  g.post('/designs/:id/edit', 'campaigns:manage', largeForm, requireCsrf, page(updateDesignAction, 'designs'));
+  g.post('/designs/:id/convert', 'campaigns:manage', largeForm, requireCsrf, page(convertDesignAction, 'designs'));
+  g.get('/designs/:id/preview', 'campaigns:manage', page(savedPreview, 'designs'));
+  g.get('/designs/:id/delete', 'campaigns:manage', page(confirmDeletePage, 'designs'));
+  g.post('/designs/:id/delete', 'campaigns:manage', form, requireCsrf, page(deleteDesignAction, 'designs'));
 }

@@ -1,3 +1,4 @@
+import { allowed, guarded } from '../permissions';
 import type { Request, Response } from 'express';
 import { defaultLabel } from '../../forms/forms';
 import type { FieldErrors } from '../../http/errors';
@@ -50,11 +51,13 @@ export async function formsPage(req: Request, res: Response, p: PageContext): Pr
     <Layout title="Forms" csrf={p.session.csrf} active="forms">
       <h1>Signup forms</h1>
       <Flash req={req} texts={{ added: 'Form saved.', updated: 'Form saved.', deleted: 'Form deleted.' }} />
-      <p>
-        <a class="button" href="/app/forms/new">
-          New form
-        </a>
-      </p>
+      {allowed(p, 'audience:manage') ? (
+        <p>
+          <a class="button" href="/app/forms/new">
+            New form
+          </a>
+        </p>
+      ) : null}
       <Section title="Your forms" id="forms">
         <Table<Listed>
           name="forms"
@@ -68,16 +71,19 @@ export async function formsPage(req: Request, res: Response, p: PageContext): Pr
             { label: 'Saved', cell: (f) => <time dateTime={f.updated_at}>{when(f.updated_at, p.tz)}</time> },
             {
               label: 'Actions',
-              cell: (f) => (
-                <span class="row-actions">
-                  <a href={`/app/forms/${f.id}/edit`} aria-label={`Edit: ${f.name}`}>
-                    Edit
-                  </a>
-                  <a href={`/app/forms/${f.id}/delete`} aria-label={`Delete: ${f.name}`}>
-                    Delete
-                  </a>
-                </span>
-              ),
+              cell: (f) =>
+                !allowed(p, 'audience:manage') ? (
+                  '–'
+                ) : (
+                  <span class="row-actions">
+                    <a href={`/app/forms/${f.id}/edit`} aria-label={`Edit: ${f.name}`}>
+                      Edit
+                    </a>
+                    <a href={`/app/forms/${f.id}/delete`} aria-label={`Delete: ${f.name}`}>
+                      Delete
+                    </a>
+                  </span>
+                ),
             },
           ]}
         />
@@ -299,8 +305,13 @@ export async function formPage(req: Request, res: Response, p: PageContext): Pro
       <h1>{f.name}</h1>
       <Flash req={req} texts={{ added: 'Form saved.', updated: 'Form saved.' }} />
       <p class="muted">
-        {f.double_opt_in ? 'Double opt-in' : 'Single opt-in'} · {f.captcha === 'proof_of_work' ? 'proof of work' : 'honeypot only'} ·{' '}
-        <a href={`/app/forms/${f.id}/edit`}>Edit</a> · <a href={`/app/forms/${f.id}/delete`}>Delete</a>
+        {f.double_opt_in ? 'Double opt-in' : 'Single opt-in'} · {f.captcha === 'proof_of_work' ? 'proof of work' : 'honeypot only'}
+        {allowed(p, 'audience:manage') ? (
+          <>
+            {' · '}
+            <a href={`/app/forms/${f.id}/edit`}>Edit</a> · <a href={`/app/forms/${f.id}/delete`}>Delete</a>
+          </>
+        ) : null}
       </p>
       <Section title="Use it" id="use">
         <h3>Hosted page</h3>
@@ -379,12 +390,13 @@ export async function deleteFormAction(req: Request, res: Response, p: PageConte
 }
 
 export function mountFormPages({ router: r, signedIn, requireCsrf, form }: DashboardKit): void {
-  r.get('/forms', signedIn, page(formsPage, 'forms'));
-  r.get('/forms/new', signedIn, page(newFormPage, 'forms'));
-  r.post('/forms/new', form, signedIn, requireCsrf, page(saveFormAction, 'forms'));
-  r.get('/forms/:id', signedIn, page(formPage, 'forms'));
-  r.get('/forms/:id/edit', signedIn, page(editFormPage, 'forms'));
-  r.post('/forms/:id/edit', form, signedIn, requireCsrf, page(updateFormAction, 'forms'));
-  r.get('/forms/:id/delete', signedIn, page(confirmDeletePage, 'forms'));
-  r.post('/forms/:id/delete', form, signedIn, requireCsrf, page(deleteFormAction, 'forms'));
+  const g = guarded(r, signedIn);
+  g.get('/forms', 'read', page(formsPage, 'forms'));
+  g.get('/forms/new', 'audience:manage', page(newFormPage, 'forms'));
+  g.post('/forms/new', 'audience:manage', form, requireCsrf, page(saveFormAction, 'forms'));
+  g.get('/forms/:id', 'read', page(formPage, 'forms'));
+  g.get('/forms/:id/edit', 'audience:manage', page(editFormPage, 'forms'));
+  g.post('/forms/:id/edit', 'audience:manage', form, requireCsrf, page(updateFormAction, 'forms'));
+  g.get('/forms/:id/delete', 'audience:manage', page(confirmDeletePage, 'forms'));
+  g.post('/forms/:id/delete', 'audience:manage', form, requireCsrf, page(deleteFormAction, 'forms'));
 }

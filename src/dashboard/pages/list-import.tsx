@@ -21,6 +21,7 @@ import { sendPage, type PageContext } from '../respond';
 import { uploadBody } from '../upload';
 import { ImportProgress } from './contacts';
 import { findList, listPage, pathId, type ListRow } from './lists';
+import { auditAction } from '../permissions';
 
 /**
  * The CSV import's mapping step: the file is uploaded and kept aside (uploads/mapping/<account>/,
@@ -276,6 +277,7 @@ export async function importMappedAction(req: Request, res: Response, p: PageCon
   });
   try {
     const outcome = await importContactsCsv(p.ctx, { contactTypeId: list.id, filePath: s.file, fileName: s.fileName, timeoutMs: p.deps.config.importTimeoutMs, delimiter: view.delimiter, header, actor: requestActor(req).actor });
+    await auditAction(p, { action: 'contacts.imported', objectKind: 'contact_type', objectId: list.id, summary: `CSV import “${s.fileName}”: ${outcome.inserted} added, ${outcome.updated} updated, ${outcome.skipped} skipped` });
     await Promise.all([fs.promises.rm(s.file, { force: true }), fs.promises.rm(s.meta, { force: true })]);
     res.redirect(303, `/app/lists/${list.id}?imported=${outcome.id}`);
   } catch (err) {

@@ -13,6 +13,7 @@ import { Csrf, Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { importResult } from './contacts';
 import { Flash, posted, Refusal, routeOf } from './sender-kit';
+import { allowed } from '../permissions';
 
 /**
  * Lists (the API's contact types): make one, rename it, delete it with its contacts, and browse
@@ -238,23 +239,25 @@ export async function listPage(req: Request, res: Response, p: PageContext, uplo
       <p>
         <strong data-metric="contacts">{count(list.contacts_count)}</strong> contact{list.contacts_count === 1 ? '' : 's'}
       </p>
-      <div class="actions">
-        <a class="button" href={`/app/lists/${list.id}/contacts/new`}>
-          Add a contact
-        </a>
-        <a class="button secondary" href={`/app/segments/new?contact_type_id=${list.id}`}>
-          New segment
-        </a>
-        <a class="button secondary" href={`/app/lists/${list.id}/export.csv`} download>
-          Export CSV
-        </a>
-        <a class="button secondary" href={`/app/lists/${list.id}/edit`}>
-          Rename
-        </a>
-        <a class="button secondary" href={`/app/lists/${list.id}/delete`}>
-          Delete…
-        </a>
-      </div>
+      {allowed(p, 'audience:manage') ? (
+        <div class="actions">
+          <a class="button" href={`/app/lists/${list.id}/contacts/new`}>
+            Add a contact
+          </a>
+          <a class="button secondary" href={`/app/segments/new?contact_type_id=${list.id}`}>
+            New segment
+          </a>
+          <a class="button secondary" href={`/app/lists/${list.id}/export.csv`} download>
+            Export CSV
+          </a>
+          <a class="button secondary" href={`/app/lists/${list.id}/edit`}>
+            Rename
+          </a>
+          <a class="button secondary" href={`/app/lists/${list.id}/delete`}>
+            Delete…
+          </a>
+        </div>
+      ) : null}
       <Section title="Contacts" id="list-contacts">
         <form method="get" action={`/app/lists/${list.id}`} class="search-row" role="search" novalidate>
           <Field state={search} name="q" label="Search by part of an address or a name" attrs={{ maxlength: 255, autocomplete: 'off' }} />
@@ -275,31 +278,37 @@ export async function listPage(req: Request, res: Response, p: PageContext, uplo
             { label: 'Address', cell: (c) => <a href={`/app/contacts/${c.id}`}>{c.email}</a> },
             { label: 'Name', cell: (c) => `${c.first_name} ${c.last_name}`.trim() || '–' },
             { label: 'Added', cell: (c) => <time dateTime={String(c.created_at)}>{when(String(c.created_at), p.tz)}</time> },
-            {
-              label: 'Edit',
-              cell: (c) => (
-                <a href={`/app/contacts/${c.id}/edit`} aria-label={`Edit ${c.email}`}>
-                  Edit
-                </a>
-              ),
-            },
+            ...(allowed(p, 'audience:manage')
+              ? [
+                  {
+                    label: 'Edit',
+                    cell: (c: Shown) => (
+                      <a href={`/app/contacts/${c.id}/edit`} aria-label={`Edit ${c.email}`}>
+                        Edit
+                      </a>
+                    ),
+                  },
+                ]
+              : []),
           ]}
         />
         <Pager at={at} total={total} href={href} label="Pages of contacts" />
       </Section>
-      <Section title="Import a CSV file" id="import">
-        <p class="muted">
-          Upload a file, then choose which of Herald’s fields each of its columns fills. Commas, semicolons and tabs between the values are all understood.
-        </p>
-        <form method="post" action={`/app/lists/${list.id}/import`} enctype="multipart/form-data" class="form" novalidate>
-          <Csrf token={p.session.csrf} />
-          <ErrorSummary state={uploadState} fields={['file']} />
-          <FileField state={uploadState} />
-          <div class="actions">
-            <button type="submit">Upload and map the columns</button>
-          </div>
-        </form>
-      </Section>
+      {allowed(p, 'audience:manage') ? (
+        <Section title="Import a CSV file" id="import">
+          <p class="muted">
+            Upload a file, then choose which of Herald’s fields each of its columns fills. Commas, semicolons and tabs between the values are all understood.
+          </p>
+          <form method="post" action={`/app/lists/${list.id}/import`} enctype="multipart/form-data" class="form" novalidate>
+            <Csrf token={p.session.csrf} />
+            <ErrorSummary state={uploadState} fields={['file']} />
+            <FileField state={uploadState} />
+            <div class="actions">
+              <button type="submit">Upload and map the columns</button>
+            </div>
+          </form>
+        </Section>
+      ) : null}
     </Layout>,
   );
 }

@@ -15,6 +15,7 @@ import { Csrf, Layout } from '../layout';
 import { errorLines, pageContext, sendPage, type PageContext } from '../respond';
 import { exportAction, FieldMessages, pageOf, Pager, pathId, PER_PAGE, sendRefusal, type ListRow } from './lists';
 import { Flash, routeOf } from './sender-kit';
+import { allowed } from '../permissions';
 
 /**
  * Segments: a rule builder whose fields are the account's (reserved and custom, by id) and whose
@@ -148,6 +149,7 @@ async function sendBuilder(req: Request, res: Response, p: PageContext, status: 
   const rows = Math.min(MAX_RULES, Math.max(1, f.rows));
   const names = ['segment_name', 'contact_type_id', 'query_type', 'select_field', 'select_operator', 'value'];
   const saved = f.saved;
+  const manage = allowed(p, 'audience:manage');
   sendPage(
     res,
     status,
@@ -182,21 +184,21 @@ async function sendBuilder(req: Request, res: Response, p: PageContext, status: 
           {saved ? `${count(saved.segment_emails_count)} contact${saved.segment_emails_count === 1 ? '' : 's'} match the saved rules.` : 'The count shows once the segment is saved.'}
         </p>
         <div class="actions">
-          <button type="submit">Save the segment</button>
-          {rows < MAX_RULES ? (
+          {manage ? <button type="submit">Save the segment</button> : null}
+          {manage && rows < MAX_RULES ? (
             <button type="submit" name="more" value="1" class="secondary">
               Add a rule
             </button>
           ) : null}
           {saved ? <a href={`/app/segments/${saved.id}/members`}>Open its members</a> : null}
-          {saved ? (
+          {saved && manage ? (
             <a href={`/app/segments/${saved.id}/export.csv`} download>
               Export CSV
             </a>
           ) : null}
         </div>
       </form>
-      {saved ? (
+      {saved && manage ? (
         <section class="card danger-zone" aria-labelledby="delete-segment-h">
           <h2 id="delete-segment-h">Delete this segment</h2>
           <p>Its contacts stay on their list; only the segment goes.</p>
@@ -318,9 +320,11 @@ export async function membersPage(req: Request, res: Response, p: PageContext): 
       <h1>Members of {saved.segment_name}</h1>
       <p>
         <strong data-metric="members">{count(pagination.total)}</strong> member{pagination.total === 1 ? '' : 's'}.{' '}
-        <a href={`/app/segments/${saved.id}/export.csv`} download>
-          Export CSV
-        </a>
+        {allowed(p, 'audience:manage') ? (
+          <a href={`/app/segments/${saved.id}/export.csv`} download>
+            Export CSV
+          </a>
+        ) : null}
       </p>
       <Table<Member>
         name="members"

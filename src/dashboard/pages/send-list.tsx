@@ -6,6 +6,7 @@ import { count, dayOf, when } from '../format';
 import { Layout } from '../layout';
 import { sendPage, type PageContext } from '../respond';
 import { dayStart, notStarted, statusWord } from './send-shared';
+import { allowed } from '../permissions';
 
 /**
  * Every single send of the account: a list found by name and status, page by page, and a month's
@@ -30,7 +31,7 @@ function When({ s, tz }: { s: BoardSend; tz: string }) {
   );
 }
 
-function SendsNav({ current }: { current: 'list' | 'calendar' }) {
+function SendsNav({ current, create }: { current: 'list' | 'calendar'; create: boolean }) {
   return (
     <nav aria-label="Sends views" class="actions sends-views">
       <a href="/app/sends" aria-current={current === 'list' ? 'page' : undefined}>
@@ -39,9 +40,11 @@ function SendsNav({ current }: { current: 'list' | 'calendar' }) {
       <a href="/app/sends/calendar" aria-current={current === 'calendar' ? 'page' : undefined}>
         Calendar
       </a>
-      <a class="button" href="/app/sends/new">
-        New send
-      </a>
+      {create ? (
+        <a class="button" href="/app/sends/new">
+          New send
+        </a>
+      ) : null}
     </nav>
   );
 }
@@ -65,7 +68,7 @@ export async function sendsListPage(req: Request, res: Response, p: PageContext)
           {flash}
         </p>
       ) : null}
-      <SendsNav current="list" />
+      <SendsNav current="list" create={allowed(p, 'campaigns:manage')} />
       <form method="get" action="/app/sends" class="row sends-filter" role="search" aria-label="Find sends">
         <label for="sends-q">Name</label>
         <input id="sends-q" name="q" type="search" value={q} maxLength={255} autoComplete="off" />
@@ -100,7 +103,7 @@ export async function sendsListPage(req: Request, res: Response, p: PageContext)
           {
             label: 'Action',
             cell: (s) =>
-              notStarted(s.status) ? (
+              notStarted(s.status) && allowed(p, 'campaigns:manage') ? (
                 <a href={`/app/sends/${s.utr}/edit`} aria-label={`Edit ${s.single_send_name}`}>
                   Edit
                 </a>
@@ -160,7 +163,7 @@ export async function sendsCalendarPage(req: Request, res: Response, p: PageCont
     200,
     <Layout title={`Sends calendar: ${title}`} csrf={p.session.csrf} active="sends" styles={['sends.css']}>
       <h1>Sends calendar</h1>
-      <SendsNav current="calendar" />
+      <SendsNav current="calendar" create={allowed(p, 'campaigns:manage')} />
       <nav aria-label="Months" class="actions month-nav">
         <a href={`/app/sends/calendar?month=${monthParam(prev)}`} rel="prev">
           Previous month

@@ -13,6 +13,7 @@ import { errorLines, sendPage, type PageContext } from '../respond';
 import { sendReportPage } from './send';
 import { apiBody, audienceOf, audienceText, recordValues, refusedInEditor, sendToActOn, startedPage } from './send-form';
 import { apiRoute, loadSend, localToUtc, notStarted, statusWord, type SendRecord } from './send-shared';
+import { allowed, auditAction } from '../permissions';
 
 /**
  * A send's own page. Before it starts: what it is, its actions (edit, schedule, unschedule,
@@ -220,6 +221,8 @@ async function renderSendView(req: Request, res: Response, p: PageContext, send:
   const scheduleState = states.schedule ?? emptyForm();
   const testState = states.test ?? emptyForm({ contact_id: preview.contactId ?? '' });
   const draft = send.status === SendStatus.Draft;
+  const manage = allowed(p, 'campaigns:manage');
+  const sends = allowed(p, 'campaigns:send');
   sendPage(
     res,
     states.status ?? 200,
@@ -235,35 +238,43 @@ async function renderSendView(req: Request, res: Response, p: PageContext, send:
       ) : null}
       <Summary send={send} tz={p.tz} audience={audienceText(audience)} />
       <div class="actions send-actions">
-        <a class="button" href={`${base}/edit`}>
-          Edit
-        </a>
-        {draft ? null : <PostButton action={`${base}/unschedule`} csrf={p.session.csrf} label="Unschedule" name={send.single_send_name} />}
-        <a class="button secondary" href={`${base}/send-now`}>
-          Send now…
-        </a>
-        <PostButton action={`${base}/duplicate`} csrf={p.session.csrf} label="Duplicate" name={send.single_send_name} />
-        <a class="button secondary" href={`${base}/delete`}>
-          Delete…
-        </a>
-      </div>
-      <Section title={draft ? 'Schedule' : 'Reschedule'} id="schedule">
-        <ErrorSummary state={scheduleState} fields={['send_at']} />
-        {Object.keys(scheduleState.errors).some((k) => k !== 'send_at') ? (
-          <p>
-            <a href={`${base}/edit`}>Edit the send</a> to fix what is missing.
-          </p>
+        {manage ? (
+          <a class="button" href={`${base}/edit`}>
+            Edit
+          </a>
         ) : null}
-        <form method="post" action={`${base}/schedule`} class="form" novalidate>
-          <Csrf token={p.session.csrf} />
-          <Field state={scheduleState} name="send_at" label="Send at" type="datetime-local" hint={`In your time zone, ${p.tz}. Empty: the send’s own time.`} attrs={{ step: 1 }} />
-          <div class="actions">
-            <button type="submit">{draft ? 'Schedule' : 'Reschedule'}</button>
-          </div>
-        </form>
-      </Section>
+        {draft || !sends ? null : <PostButton action={`${base}/unschedule`} csrf={p.session.csrf} label="Unschedule" name={send.single_send_name} />}
+        {sends ? (
+          <a class="button secondary" href={`${base}/send-now`}>
+            Send now…
+          </a>
+        ) : null}
+        {manage ? <PostButton action={`${base}/duplicate`} csrf={p.session.csrf} label="Duplicate" name={send.single_send_name} /> : null}
+        {manage ? (
+          <a class="button secondary" href={`${base}/delete`}>
+            Delete…
+          </a>
+        ) : null}
+      </div>
+      {sends ? (
+        <Section title={draft ? 'Schedule' : 'Reschedule'} id="schedule">
+          <ErrorSummary state={scheduleState} fields={['send_at']} />
+          {Object.keys(scheduleState.errors).some((k) => k !== 'send_at') ? (
+            <p>
+              <a href={`${base}/edit`}>Edit the send</a> to fix what is missing.
+            </p>
+          ) : null}
+          <form method="post" action={`${base}/schedule`} class="form" novalidate>
+            <Csrf token={p.session.csrf} />
+            <Field state={scheduleState} name="send_at" label="Send at" type="datetime-local" hint={`In your time zone, ${p.tz}. Empty: the send’s own time.`} attrs={{ step: 1 }} />
+            <div class="actions">
+              <button type="submit">{draft ? 'Schedule' : 'Reschedule'}</button>
+            </div>
+          </form>
+        </Section>
+      ) : null}
       <PreviewSection utr={send.utr} s={preview} base={base} />
-      <TestSection utr={send.utr} csrf={p.session.csrf} state={testState} />
+      {manage ? <TestSection utr={send.utr} csrf={p.session.csrf} state={testState} /> : null}
     </Layout>,
     FRAMING_PAGE_HEADERS,
   );
@@ -293,7 +304,7 @@ export async function sendPreviewPage(req: Request, res: Response, p: PageContex
         <a href={`/app/sends/${send.utr}`}>Back to the send</a>
       </p>
       <PreviewSection utr={send.utr} s={preview} base={base} />
-      <TestSection utr={send.utr} csrf={p.session.csrf} state={emptyForm({ contact_id: preview.contactId ?? '' })} />
+      {allowed(p, 'campaigns:manage') ? <TestSection utr={send.utr} csrf={p.session.csrf} state={emptyForm({ contact_id: preview.contactId ?? '' })} /> : null}
     </Layout>,
     FRAMING_PAGE_HEADERS,
   );
@@ -462,5 +473,6 @@ export async function deleteSendAction(req: Request, res: Response, p: PageConte
 /** POST /app/sends/:utr/duplicate: the duplicate route's service (it answers the copy's utr), then the copy's editor. */
 export async function duplicateSendAction(req: Request, res: Response, p: PageContext): Promise<void> {
   const copy = await duplicateSingleSend(p.ctx, String(req.params.utr));
+  await auditAction(p, { action: 'single_send.duplicated', objectKind: 'single_send', objectId: String(req.params.utr).toLowerCase(), summary: `copied as a draft: ${copy}` });
   res.redirect(303, `/app/sends/${copy}/edit?saved=duplicated`);
 }

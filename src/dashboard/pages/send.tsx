@@ -11,6 +11,7 @@ import { Layout, MessagePage, PostButton } from '../layout';
 import { errorLines, sendPage, type PageContext } from '../respond';
 import { submitRoute } from '../form-kit';
 import { apiRoute } from './send-shared';
+import { allowed, auditAction } from '../permissions';
 
 /**
  * A single send's report: the funnel, the hourly timeline, its links, its bounces and
@@ -81,8 +82,8 @@ function varied(v: Ab['variations'][number], senders: Map<number, string>): stri
  * rates, each rate's 95 % interval and the probability that it is the best on the test's
  * criterion, the winner; where the test runs or waits, a button per variation to pick it.
  */
-function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: string; tz: string; senders: Map<number, string> }) {
-  const open = ab.status === 'testing' || ab.status === 'waiting';
+function AbSection({ ab, utr, csrf, tz, senders, pick }: { ab: Ab; utr: string; csrf: string; tz: string; senders: Map<number, string>; pick: boolean }) {
+  const open = pick && (ab.status === 'testing' || ab.status === 'waiting');
   const rate = ab.winner_criteria === 'open' ? 'open_rate' : 'click_rate';
   return (
     <Section title="A/B test" id="ab">
@@ -143,7 +144,14 @@ function AbSection({ ab, utr, csrf, tz, senders }: { ab: Ab; utr: string; csrf: 
   );
 }
 
-export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders, refused = [] }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string>; refused?: string[] }) {
+/** What the session's role may do from the report (the buttons it is shown). */
+interface May {
+  manage: boolean;
+  send: boolean;
+}
+const ALL: May = { manage: true, send: true };
+
+export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, senders, refused = [], may = ALL }: { send: SendInfo; s: Stats; problems: Problem[]; kept: Set<string>; nextCursor: string | null; csrf: string; tz: string; senders: Map<number, string>; refused?: string[]; may?: May }) {
   return (
     <Layout title={`Report: ${send.single_send_name}`} csrf={csrf} active="sends" charts styles={['sends.css']}>
       <h1>{send.single_send_name}</h1>
@@ -171,14 +179,14 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, send
         </div>
       ) : null}
       <div class="actions send-actions">
-        {send.status === 2 ? (
+        {send.status === 2 && may.send ? (
           <PostButton action={`/app/sends/${send.utr}/${send.paused_at ? 'resume' : 'pause'}`} csrf={csrf} label={send.paused_at ? 'Resume' : 'Pause'} name={send.single_send_name} />
         ) : null}
         <a class="button secondary" href={`/app/sends/${send.utr}/preview`}>
           Preview and test
         </a>
-        <PostButton action={`/app/sends/${send.utr}/duplicate`} csrf={csrf} label="Duplicate" name={send.single_send_name} />
-        {send.status === 3 ? (
+        {may.manage ? <PostButton action={`/app/sends/${send.utr}/duplicate`} csrf={csrf} label="Duplicate" name={send.single_send_name} /> : null}
+        {send.status === 3 && may.manage ? (
           <a class="button secondary" href={`/app/sends/${send.utr}/delete`}>
             Delete…
           </a>
@@ -197,7 +205,7 @@ export function SendReport({ send, s, problems, kept, nextCursor, csrf, tz, send
       <Section title="Funnel" id="funnel">
         <Funnel s={s} />
       </Section>
-      {s.ab ? <AbSection ab={s.ab} utr={send.utr} csrf={csrf} tz={tz} senders={senders} /> : null}
+      {s.ab ? <AbSection ab={s.ab} utr={send.utr} csrf={csrf} tz={tz} senders={senders} pick={may.send} /> : null}
       <Section title="Hour by hour" id="timeline">
         <Chart
           id="chart-timeline"
@@ -274,7 +282,7 @@ export async function sendReportPage(req: Request, res: Response, p: PageContext
     if (v.sender_id !== undefined) senders.set(v.sender_id, (await findSender(p.ctx, v.sender_id).catch(() => undefined))?.from_email ?? `Sender ${v.sender_id}`);
   }
   const refused = refusal ? errorLines(refusal.errors) : [];
-  sendPage(res, refusal?.status ?? 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} senders={senders} refused={refused} />);
+  sendPage(res, refusal?.status ?? 200, <SendReport send={send} s={s} problems={problems.events} kept={kept} nextCursor={problems.next_cursor} csrf={p.session.csrf} tz={p.tz} senders={senders} refused={refused} may={{ manage: allowed(p, 'campaigns:manage'), send: allowed(p, 'campaigns:send') }} />);
 }
 
 /** POST /app/sends/:utr/pause and /resume: POST /single/send/pause or /resume; the report again, with the API's refusal when it refused. */
@@ -294,7 +302,9 @@ export function pauseAction(which: 'pause' | 'resume') {
 export async function pickWinnerAction(req: Request, res: Response, p: PageContext): Promise<void> {
   const utr = String(req.params.utr);
   // As the form sent it: the service checks it (a refusal is this page's 422 with its message).
-  await pickAbWinner(p.ctx, utr, (req.body as Record<string, unknown>).variation);
+  const variation = (req.body as Record<string, unknown>).variation;
+  await pickAbWinner(p.ctx, utr, variation);
+  await auditAction(p, { action: 'single_send.winner_picked', objectKind: 'single_send', objectId: utr.toLowerCase(), summary: `variation ${String.fromCharCode(65 + Number(variation))}` });
   res.redirect(303, `/app/sends/${utr}#ab`);
 }
 

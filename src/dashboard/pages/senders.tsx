@@ -1,3 +1,5 @@
+import { allowed, guarded } from '../permissions';
+import type { Permission } from '../../team/permissions';
 import type { Request, Response } from 'express';
 import { AppError, type FieldErrors } from '../../http/errors';
 import { senderRoutes } from '../../resources/senders/senders.router';
@@ -45,17 +47,19 @@ function Verification({ s, tz }: { s: SenderRecord; tz: string }) {
   );
 }
 
-function SenderActions({ s, csrf }: { s: SenderRecord; csrf: string }) {
+function SenderActions({ s, csrf, manage }: { s: SenderRecord; csrf: string; manage: boolean }) {
   return (
     <div class="actions">
-      <a href={`/app/senders/${s.id}/edit`} aria-label={`Edit: ${s.nickname}`}>
-        Edit
-      </a>
+      {manage ? (
+        <a href={`/app/senders/${s.id}/edit`} aria-label={`Edit: ${s.nickname}`}>
+          Edit
+        </a>
+      ) : null}
       <a href={`/app/deliverability#sender-${s.id}`} aria-label={`DNS records: ${s.nickname}`}>
         DNS records
       </a>
-      <PostButton action={`/app/senders/${s.id}/resend`} csrf={csrf} label="Resend verification mail" name={s.nickname} />
-      <PostButton action={`/app/senders/${s.id}/delete`} csrf={csrf} label="Delete" name={s.nickname} />
+      {manage ? <PostButton action={`/app/senders/${s.id}/resend`} csrf={csrf} label="Resend verification mail" name={s.nickname} /> : null}
+      {manage ? <PostButton action={`/app/senders/${s.id}/delete`} csrf={csrf} label="Delete" name={s.nickname} /> : null}
     </div>
   );
 }
@@ -64,6 +68,7 @@ function SenderActions({ s, csrf }: { s: SenderRecord; csrf: string }) {
 async function renderSenders(req: Request, res: Response, p: PageContext, status: number, refusal?: FieldErrors): Promise<void> {
   const [senders, groups] = await Promise.all([listSenders(p.ctx), listGroups(p.ctx)]);
   const csrf = p.session.csrf;
+  const manage = allowed(p, 'settings:manage');
   sendPage(
     res,
     status,
@@ -76,52 +81,59 @@ async function renderSenders(req: Request, res: Response, p: PageContext, status
           A sender can be used once the link mailed to its from address was opened. The DNS records to publish for each sender’s domain are on the{' '}
           <a href="/app/deliverability">Deliverability</a> page.
         </p>
-        <p>
-          <a class="button" href="/app/senders/new">
-            Add a sender
-          </a>
-        </p>
+        {manage ? (
+          <p>
+            <a class="button" href="/app/senders/new">
+              Add a sender
+            </a>
+          </p>
+        ) : null}
         <Table<SenderRecord>
           name="senders"
           caption="The account’s senders, newest first"
           rows={senders.rows}
           empty="No senders yet."
           columns={[
-            { label: 'Sender', cell: (s) => <a href={`/app/senders/${s.id}/edit`}>{s.nickname}</a> },
+            { label: 'Sender', cell: (s) => (manage ? <a href={`/app/senders/${s.id}/edit`}>{s.nickname}</a> : s.nickname) },
             { label: 'From', cell: (s) => `${s.from_name} <${s.from_email}>` },
             { label: 'Reply to', cell: (s) => s.reply_to_email },
             { label: 'Verification', cell: (s) => <Verification s={s} tz={p.tz} /> },
-            { label: 'Actions', cell: (s) => <SenderActions s={s} csrf={csrf} /> },
+            { label: 'Actions', cell: (s) => <SenderActions s={s} csrf={csrf} manage={manage} /> },
           ]}
         />
       </Section>
       <Section title="Unsubscribe groups" id="groups">
         <p class="muted">Every send and automation names the group its unsubscribe link leaves. Groups shown on the preferences page can be left one by one.</p>
-        <p>
-          <a class="button" href="/app/senders/groups/new">
-            Add a group
-          </a>
-        </p>
+        {manage ? (
+          <p>
+            <a class="button" href="/app/senders/groups/new">
+              Add a group
+            </a>
+          </p>
+        ) : null}
         <Table<Group>
           name="groups"
           caption="The account’s unsubscribe groups, newest first"
           rows={groups.rows as unknown as Group[]}
           empty="No unsubscribe groups yet."
           columns={[
-            { label: 'Group', cell: (g) => <a href={`/app/senders/groups/${g.id}/edit`}>{g.group_name}</a> },
+            { label: 'Group', cell: (g) => (manage ? <a href={`/app/senders/groups/${g.id}/edit`}>{g.group_name}</a> : g.group_name) },
             { label: 'Description', cell: (g) => g.description },
             { label: 'On the preferences page', cell: (g) => (g.is_display ? 'shown' : 'hidden') },
             { label: 'Addresses', numeric: true, cell: (g) => count(g.unsubscribe_clients_count) },
             {
               label: 'Actions',
-              cell: (g) => (
-                <div class="actions">
-                  <a href={`/app/senders/groups/${g.id}/edit`} aria-label={`Edit: ${g.group_name}`}>
-                    Edit
-                  </a>
-                  <PostButton action={`/app/senders/groups/${g.id}/delete`} csrf={csrf} label="Delete" name={g.group_name} />
-                </div>
-              ),
+              cell: (g) =>
+                !manage ? (
+                  '–'
+                ) : (
+                  <div class="actions">
+                    <a href={`/app/senders/groups/${g.id}/edit`} aria-label={`Edit: ${g.group_name}`}>
+                      Edit
+                    </a>
+                    <PostButton action={`/app/senders/groups/${g.id}/delete`} csrf={csrf} label="Delete" name={g.group_name} />
+                  </div>
+                ),
             },
           ]}
         />
@@ -158,18 +170,19 @@ async function deleteAction(req: Request, res: Response, p: PageContext): Promis
 
 /** Senders and unsubscribe groups (src/dashboard/index.tsx mounts each area). */
 export function mountSenderPages({ router: r, signedIn, requireCsrf, form }: DashboardKit): void {
-  const post = (path: string, handler: Parameters<typeof page>[0]) => r.post(path, form, signedIn, requireCsrf, page(handler, 'senders'));
-  r.get('/senders', signedIn, page(sendersPage, 'senders'));
-  r.get('/senders/places.json', signedIn, placesJson);
-  r.get('/senders/new', signedIn, page(newSenderPage, 'senders'));
-  post('/senders/new', saveSenderAction);
-  r.get('/senders/groups/new', signedIn, page(newGroupPage, 'senders'));
-  post('/senders/groups/new', saveGroupAction);
-  r.get('/senders/groups/:id/edit', signedIn, page(editGroupPage, 'senders'));
-  post('/senders/groups/:id/edit', updateGroupAction);
-  post('/senders/groups/:id/delete', deleteGroupAction);
-  r.get('/senders/:id/edit', signedIn, page(editSenderPage, 'senders'));
-  post('/senders/:id/edit', updateSenderAction);
-  post('/senders/:id/resend', resendAction);
-  post('/senders/:id/delete', deleteAction);
+  const g = guarded(r, signedIn);
+  const post = (path: string, permission: Permission, handler: Parameters<typeof page>[0]) => g.post(path, permission, form, requireCsrf, page(handler, 'senders'));
+  g.get('/senders', 'read', page(sendersPage, 'senders'));
+  g.get('/senders/places.json', 'read', placesJson);
+  g.get('/senders/new', 'settings:manage', page(newSenderPage, 'senders'));
+  post('/senders/new', 'settings:manage', saveSenderAction);
+  g.get('/senders/groups/new', 'settings:manage', page(newGroupPage, 'senders'));
+  post('/senders/groups/new', 'settings:manage', saveGroupAction);
+  g.get('/senders/groups/:id/edit', 'settings:manage', page(editGroupPage, 'senders'));
+  post('/senders/groups/:id/edit', 'settings:manage', updateGroupAction);
+  post('/senders/groups/:id/delete', 'settings:manage', deleteGroupAction);
+  g.get('/senders/:id/edit', 'settings:manage', page(editSenderPage, 'senders'));
+  post('/senders/:id/edit', 'settings:manage', updateSenderAction);
+  post('/senders/:id/resend', 'settings:manage', resendAction);
+  post('/senders/:id/delete', 'settings:manage', deleteAction);
 }

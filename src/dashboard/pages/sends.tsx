@@ -1,3 +1,4 @@
+import { guarded } from '../permissions';
 import type { DashboardKit } from '../respond';
 import { page } from '../respond';
 import { keptReportPage, pauseAction, pickWinnerAction } from './send';
@@ -22,26 +23,27 @@ import {
  * each send's page (its actions, preview and test send; its report once it has started).
  */
 export function mountSendPages({ router: r, signedIn, requireCsrf, form, largeForm }: DashboardKit): void {
-  r.get('/sends', signedIn, page(sendsListPage, 'sends'));
-  r.get('/sends/calendar', signedIn, page(sendsCalendarPage, 'sends'));
-  r.get('/sends/audience-count', signedIn, page(audienceCountJson, 'sends'));
-  r.get('/sends/new', signedIn, page(newSendPage, 'sends'));
-  r.post('/sends/new', largeForm, signedIn, requireCsrf, page(saveSendAction, 'sends'));
-  r.get('/sends/:utr', signedIn, page(sendViewPage, 'sends'));
-  r.get('/sends/:utr/edit', signedIn, page(editSendPage, 'sends'));
-  r.post('/sends/:utr/edit', largeForm, signedIn, requireCsrf, page(saveSendAction, 'sends'));
-  r.get('/sends/:utr/preview', signedIn, page(sendPreviewPage, 'sends'));
-  r.get('/sends/:utr/preview/frame', signedIn, page(previewFrame, 'sends'));
-  r.post('/sends/:utr/test', form, signedIn, requireCsrf, page(testSendAction, 'sends'));
-  r.post('/sends/:utr/schedule', form, signedIn, requireCsrf, page(scheduleAction, 'sends'));
-  r.post('/sends/:utr/unschedule', form, signedIn, requireCsrf, page(unscheduleAction, 'sends'));
-  r.get('/sends/:utr/send-now', signedIn, page(sendNowPage, 'sends'));
-  r.post('/sends/:utr/send-now', form, signedIn, requireCsrf, page(sendNowAction, 'sends'));
-  r.get('/sends/:utr/delete', signedIn, page(deleteSendPage, 'sends'));
-  r.post('/sends/:utr/delete', form, signedIn, requireCsrf, page(deleteSendAction, 'sends'));
-  r.post('/sends/:utr/duplicate', form, signedIn, requireCsrf, page(duplicateSendAction, 'sends'));
-  r.get('/sends/:utr/reports/:eventId', signedIn, page(keptReportPage, 'sends'));
-  r.post('/sends/:utr/ab/winner', form, signedIn, requireCsrf, page(pickWinnerAction, 'sends'));
-  r.post('/sends/:utr/pause', form, signedIn, requireCsrf, page(pauseAction('pause'), 'sends'));
-  r.post('/sends/:utr/resume', form, signedIn, requireCsrf, page(pauseAction('resume'), 'sends'));
+  const g = guarded(r, signedIn);
+  g.get('/sends', 'read', page(sendsListPage, 'sends'));
+  g.get('/sends/calendar', 'read', page(sendsCalendarPage, 'sends'));
+  g.get('/sends/audience-count', 'read', page(audienceCountJson, 'sends'));
+  g.get('/sends/new', 'campaigns:manage', page(newSendPage, 'sends'));
+  g.post('/sends/new', 'campaigns:manage', largeForm, requireCsrf, page(saveSendAction, 'sends'));
+  g.get('/sends/:utr', 'read', page(sendViewPage, 'sends'));
+  g.get('/sends/:utr/edit', 'campaigns:manage', page(editSendPage, 'sends'));
+  g.post('/sends/:utr/edit', 'campaigns:manage', largeForm, requireCsrf, page(saveSendAction, 'sends'));
+  g.get('/sends/:utr/preview', 'read', page(sendPreviewPage, 'sends'));
+  g.get('/sends/:utr/preview/frame', 'read', page(previewFrame, 'sends'));
+  g.post('/sends/:utr/test', 'campaigns:manage', form, requireCsrf, page(testSendAction, 'sends'));
+  g.post('/sends/:utr/schedule', 'campaigns:send', form, requireCsrf, page(scheduleAction, 'sends'));
+  g.post('/sends/:utr/unschedule', 'campaigns:send', form, requireCsrf, page(unscheduleAction, 'sends'));
+  g.get('/sends/:utr/send-now', 'campaigns:send', page(sendNowPage, 'sends'));
+  g.post('/sends/:utr/send-now', 'campaigns:send', form, requireCsrf, page(sendNowAction, 'sends'));
+  g.get('/sends/:utr/delete', 'campaigns:manage', page(deleteSendPage, 'sends'));
+  g.post('/sends/:utr/delete', 'campaigns:manage', form, requireCsrf, page(deleteSendAction, 'sends'));
+  g.post('/sends/:utr/duplicate', 'campaigns:manage', form, requireCsrf, page(duplicateSendAction, 'sends'));
+  g.get('/sends/:utr/reports/:eventId', 'read', page(keptReportPage, 'sends'));
+  g.post('/sends/:utr/ab/winner', 'campaigns:send', form, requireCsrf, page(pickWinnerAction, 'sends'));
+  g.post('/sends/:utr/pause', 'campaigns:send', form, requireCsrf, page(pauseAction('pause'), 'sends'));
+  g.post('/sends/:utr/resume', 'campaigns:send', form, requireCsrf, page(pauseAction('resume'), 'sends'));
 }

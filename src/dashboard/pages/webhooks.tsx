@@ -4,6 +4,7 @@ import { Section, Table } from '../components';
 import { count, when } from '../format';
 import { Layout, PostButton } from '../layout';
 import { sendPage, type PageContext } from '../respond';
+import { allowed, auditAction } from '../permissions';
 
 /** Webhook endpoints (GET /webhooks/list), their batches (GET /webhooks/deliveries), "send test" (POST /webhooks/test). */
 type Webhook = Awaited<ReturnType<typeof listWebhooks>>[number];
@@ -36,7 +37,7 @@ export async function webhooksPage(_req: Request, res: Response, p: PageContext)
             { label: 'Events', cell: (w) => (w.event_types.length ? w.event_types.join(', ') : 'all') },
             { label: 'State', cell: (w) => <span data-state={state(w)}>{state(w)}</span> },
             { label: 'Failing since', cell: (w) => (w.failing_since ? <time dateTime={w.failing_since}>{when(w.failing_since, p.tz)}</time> : '–') },
-            { label: 'Action', cell: (w) => <TestButton id={w.id} url={w.url} csrf={p.session.csrf} /> },
+            { label: 'Action', cell: (w) => (allowed(p, 'settings:manage') ? <TestButton id={w.id} url={w.url} csrf={p.session.csrf} /> : '–') },
           ]}
         />
       </Section>
@@ -63,7 +64,13 @@ export async function webhookPage(req: Request, res: Response, p: PageContext): 
     <Layout title={`Webhook ${hook.url}`} csrf={p.session.csrf} active="webhooks">
       <h1 class="url">{hook.url}</h1>
       <p class="muted">
-        {state(hook)} · {hook.description || 'no description'} · <TestButton id={hook.id} url={hook.url} csrf={p.session.csrf} />
+        {state(hook)} · {hook.description || 'no description'}
+        {allowed(p, 'settings:manage') ? (
+          <>
+            {' · '}
+            <TestButton id={hook.id} url={hook.url} csrf={p.session.csrf} />
+          </>
+        ) : null}
       </p>
       <Section title="Failures" id="failures">
         <Table name="failures" caption="Recent batches that failed or are being retried" rows={failures} empty="No failures among the recent batches." columns={columns} />
@@ -80,6 +87,7 @@ export async function testWebhookAction(req: Request, res: Response, p: PageCont
   const id = webhookId(req);
   const hook = await findWebhook(p.ctx, id);
   const outcome = await testWebhook(p.ctx, p.deps.config, id);
+  await auditAction(p, { action: 'webhook.tested', objectKind: 'webhook', objectId: id, summary: outcome.status === null ? 'webhook.test sent: no answer' : `webhook.test sent: HTTP ${outcome.status}` });
   const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
   sendPage(
     res,

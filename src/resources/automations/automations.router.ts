@@ -15,6 +15,7 @@ import {
 } from './automations.schemas';
 import * as service from './automations.service';
 import * as schedules from './schedules.service';
+import { answer, bulk } from '../shared/audit';
 
 const tag = 'Automations';
 const utr2 = { name: 'utr', notFound: notFound2, kind: 'utr' as const };
@@ -29,6 +30,7 @@ export const automationRoutes: RouteDef[] = [
     list: true,
     response: z.object({ automations: z.array(automationListRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('automations', await service.listAutomations(ctx, paging))),
   }),
   route({
@@ -39,6 +41,11 @@ export const automationRoutes: RouteDef[] = [
     body: createAutomationBody,
     response: utrMessage,
     failures: ['AUTH', 'VAL'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation.created',
+      entry: ({ body }, envelope) => ({ objectKind: 'automation', objectId: String(answer(envelope).utr), summary: `“${body.automation_name}” (${body.type})` }),
+    },
     handle: async ({ ctx, body }) => ok({ utr: await service.createAutomation(ctx, body) }),
   }),
   route({
@@ -49,6 +56,11 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: utrMessage,
     failures: ['AUTH', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation.duplicated',
+      entry: ({ utr }, envelope) => ({ objectKind: 'automation', objectId: String(answer(envelope).utr), summary: `copy of ${utr}` }),
+    },
     handle: async ({ ctx, utr }) => ok({ utr: await service.duplicateAutomation(ctx, utr) }),
   }),
   route({
@@ -59,6 +71,7 @@ export const automationRoutes: RouteDef[] = [
     id: { name: 'utr', notFound: notFound1, kind: 'utr' },
     response: z.object({ automation: automationRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, utr }) => ok({ automation: await service.getAutomation(ctx, utr) }),
   }),
   route({
@@ -69,6 +82,11 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.automationPaused),
     failures: ['AUTH', 'NF2', 'REFUSED'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'automation.paused',
+      entry: ({ utr }) => ({ objectKind: 'automation', objectId: utr, summary: 'paused' }),
+    },
     handle: async ({ ctx, utr }) => {
       await service.pause(ctx, utr);
       return ok(messages.automationPaused);
@@ -82,6 +100,11 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.automationLive),
     failures: ['AUTH', 'NF2', 'REFUSED'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'automation.set_live',
+      entry: ({ utr }) => ({ objectKind: 'automation', objectId: utr, summary: 'live' }),
+    },
     handle: async ({ ctx, utr }) => {
       await service.setLive(ctx, utr);
       return ok(messages.automationLive);
@@ -95,6 +118,11 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation.deleted',
+      entry: ({ utr }) => ({ objectKind: 'automation', objectId: utr, summary: 'deleted' }),
+    },
     handle: async ({ ctx, utr }) => {
       await service.deleteAutomations(ctx, [utr]);
       return ok(messages.deleted);
@@ -108,6 +136,11 @@ export const automationRoutes: RouteDef[] = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation.deleted',
+      entry: ({ body }) => ({ objectKind: 'automation', ...bulk(body.strIds, 'automation') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteAutomations(ctx, body.strIds);
       return ok(messages.deleted);
@@ -121,6 +154,7 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: z.object({ automation_schedules: z.array(scheduleRecord) }),
     failures: ['AUTH', 'NF2'],
+    permission: 'read',
     handle: async ({ ctx, utr, deps }) => ok({ automation_schedules: await schedules.listSchedules(ctx, deps.config, utr) }),
   }),
   route({
@@ -132,6 +166,11 @@ export const automationRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: confirmation(messages.scheduleAdded),
     failures: ['AUTH', 'VAL'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation_email.created',
+      entry: ({ body }) => ({ objectKind: 'automation', objectId: body.utr, summary: `email “${body.subject}”, ${body.waiting_type === 'instantly' ? 'instantly' : `after ${body.waiting_period} ${body.waiting_type}`}` }),
+    },
     handle: async ({ ctx, body }) => {
       await schedules.createSchedule(ctx, body);
       return ok(messages.scheduleAdded);
@@ -151,6 +190,11 @@ export const automationRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: confirmation(messages.updated),
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation_email.updated',
+      entry: ({ utr, body }) => ({ objectKind: 'automation_email', objectId: utr, summary: `email “${body.subject}”` }),
+    },
     handle: async ({ ctx, utr, body }) => {
       await schedules.updateSchedule(ctx, utr, body);
       return ok(messages.updated);
@@ -164,6 +208,11 @@ export const automationRoutes: RouteDef[] = [
     id: utr2,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'automation_email.deleted',
+      entry: ({ utr }) => ({ objectKind: 'automation_email', objectId: utr, summary: 'removed' }),
+    },
     handle: async ({ ctx, utr }) => {
       await schedules.deleteSchedule(ctx, utr);
       return ok(messages.deleted);
@@ -178,6 +227,7 @@ export const automationRoutes: RouteDef[] = [
     list: true,
     response: z.object({ contacts: z.array(automationContactRecord), pagination: pagination.optional() }),
     failures: ['AUTH', 'NF2'],
+    permission: 'read',
     handle: async ({ ctx, utr, paging }) => ok(listPayload('contacts', await service.listEnteredContacts(ctx, utr, paging))),
   }),
 ];

@@ -18,6 +18,7 @@ export const contactTypeRoutes: RouteDef[] = [
     list: true,
     response: z.object({ contactTypes: z.array(contactTypeListRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('contactTypes', await service.listContactTypes(ctx, paging))),
   }),
   route({
@@ -28,6 +29,11 @@ export const contactTypeRoutes: RouteDef[] = [
     body: contactTypeBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact_type.created',
+      entry: ({ body }) => ({ objectKind: 'contact_type', summary: `list “${body.name}”` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.addContactType(ctx, body);
       return ok(messages.added);
@@ -41,6 +47,7 @@ export const contactTypeRoutes: RouteDef[] = [
     id: { name: 'contact_type_id', notFound: notFound1, requiredMessage: true },
     response: z.object({ contactType: contactTypeRecord }),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok({ contactType: await service.getContactType(ctx, id) }),
   }),
   route({
@@ -52,6 +59,11 @@ export const contactTypeRoutes: RouteDef[] = [
     body: contactTypeBody,
     response: confirmation(messages.updated),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact_type.renamed',
+      entry: ({ id, body }) => ({ objectKind: 'contact_type', objectId: id, summary: `renamed “${body.name}”` }),
+    },
     handle: async ({ ctx, id, body }) => {
       await service.updateContactType(ctx, id, body);
       return ok(messages.updated);
@@ -66,6 +78,11 @@ export const contactTypeRoutes: RouteDef[] = [
     response: confirmation(messages.deleted),
     inErrors: true,
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact_type.deleted',
+      entry: ({ id }) => ({ objectKind: 'contact_type', objectId: id, summary: 'deleted with its contacts' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteContactType(ctx, id);
       return okInErrors(messages.deleted);

@@ -80,6 +80,19 @@ export class AddressSet {
     return this.slots.byteLength + (this.prints?.byteLength ?? 0);
   }
 
+  /**
+   * Lets go of the table once the file is read (the import's merge that follows asks nothing):
+   * its memory (~26 MB at 1,000,000 contacts and 600,000 new addresses) goes back at V8's next
+   * collection instead of lasting to the import's end. The set is then empty and small.
+   */
+  release(): void {
+    this.capacity = 1024;
+    this.slots = new Int32Array(this.capacity * SLOT);
+    this.prints = undefined;
+    this.size = 0;
+    this.visited = -1;
+  }
+
   /** Keeps a fingerprint of each contact's values (contact-fingerprint.ts): 8 bytes more a slot. */
   withFingerprints(): this {
     this.prints ??= new Int32Array(this.capacity * 2);

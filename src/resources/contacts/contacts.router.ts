@@ -16,6 +16,7 @@ import { importContactsCsv } from './csv-import.service';
 import { exportContactsCsv } from './export.service';
 import { listImports } from './import-history.service';
 import { SEARCH_DEFAULT_PAGING, searchContacts } from './search.service';
+import { bulk } from '../shared/audit';
 
 const tag = 'Contacts';
 
@@ -28,6 +29,7 @@ export const contactRoutes: RouteDef[] = [
     list: true,
     response: z.object({ contacts: z.array(contactListRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging, res }) => {
       if (paging) return ok(listPayload('contacts', await service.listContactsPage(ctx, paging)));
       await streamList(res, 'contacts', await service.contactBatches(ctx));
@@ -47,6 +49,7 @@ export const contactRoutes: RouteDef[] = [
     list: true,
     response: z.object({ contacts: z.array(contactListRecord), pagination }),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, query, paging }) =>
       ok(listPayload('contacts', await searchContacts(ctx, { q: query.q, contactTypeId: query.contact_type_id }, paging ?? SEARCH_DEFAULT_PAGING))),
   }),
@@ -66,8 +69,13 @@ export const contactRoutes: RouteDef[] = [
     query: contactExportQuery,
     response: z.string().meta({ description: 'the CSV file (text/csv; charset=utf-8, Content-Disposition: attachment)' }),
     failures: ['AUTH', 'VAL', 'NF1', 'NF2'],
-    handle: async ({ ctx, query, res }) => {
-      await exportContactsCsv(ctx, { contactTypeId: query.contact_type_id, segmentId: query.segment_id }, res);
+    permission: 'audience:manage',
+    audit: {
+      action: 'contacts.exported',
+      entry: ({ query }) => (query.segment_id ? { objectKind: 'segment', objectId: query.segment_id, summary: 'CSV export of the segment' } : { objectKind: 'contact_type', objectId: query.contact_type_id ?? null, summary: 'CSV export of the list' }),
+    },
+    handle: async ({ ctx, query, res, auditNow }) => {
+      await exportContactsCsv(ctx, { contactTypeId: query.contact_type_id, segmentId: query.segment_id }, res, auditNow);
       return ok(null);
     },
   }),
@@ -82,6 +90,11 @@ export const contactRoutes: RouteDef[] = [
     body: addContactBody,
     response: confirmation(messages.contactAdded),
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact.created',
+      entry: ({ body }) => ({ objectKind: 'contact', summary: `added to list ${body.contact_type_id}` }),
+    },
     handle: async ({ ctx, body, req }) => {
       await service.addContact(ctx, body, blankFields(req.body), requestActor(req));
       return ok(messages.contactAdded);
@@ -94,6 +107,7 @@ export const contactRoutes: RouteDef[] = [
     summary: 'Download a sample import file (text/csv); `Accept: application/json` alone gets `{}`',
     response: z.object({}),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, req, res }) => {
       if (req.accepts(['text/csv', 'application/json']) === 'application/json') {
         res.status(200).json({});
@@ -124,6 +138,11 @@ export const contactRoutes: RouteDef[] = [
     file: { field: 'file', maxBytes: (deps) => deps.config.importMaxBytes },
     response: confirmation(messages.imported),
     failures: ['AUTH', 'VAL', 'TOO_LARGE'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contacts.imported',
+      entry: ({ body }) => ({ objectKind: 'contact_type', objectId: body.contact_type_id, summary: `CSV import “${body.file.originalname}”` }),
+    },
     handle: async ({ ctx, body, deps, req }) => {
       await importContactsCsv(ctx, {
         contactTypeId: body.contact_type_id,
@@ -143,6 +162,7 @@ export const contactRoutes: RouteDef[] = [
     list: true,
     response: z.object({ imports: z.array(importRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('imports', await listImports(ctx, paging))),
   }),
   route({
@@ -153,6 +173,7 @@ export const contactRoutes: RouteDef[] = [
     id: { name: 'contact_id', notFound: notFound1 },
     response: z.object({ contact: contactDetailRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id: contactId }) => ok({ contact: await service.getContact(ctx, contactId) }),
   }),
   route({
@@ -167,6 +188,11 @@ export const contactRoutes: RouteDef[] = [
     body: addContactBody,
     response: confirmation(messages.contactUpdated),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact.updated',
+      entry: ({ id: contactId }) => ({ objectKind: 'contact', objectId: contactId, summary: 'fields changed' }),
+    },
     handle: async ({ ctx, id: contactId, body, req }) => {
       await service.updateContact(ctx, contactId, body, blankFields(req.body));
       return ok(messages.contactUpdated);
@@ -180,6 +206,11 @@ export const contactRoutes: RouteDef[] = [
     id: { name: 'contact_id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact.deleted',
+      entry: ({ id: contactId }) => ({ objectKind: 'contact', objectId: contactId, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id: contactId }) => {
       await service.deleteContacts(ctx, [contactId]);
       return ok(messages.deleted);
@@ -193,6 +224,11 @@ export const contactRoutes: RouteDef[] = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'contact.deleted',
+      entry: ({ body }) => ({ objectKind: 'contact', ...bulk(body.strIds, 'contact') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteContacts(ctx, parseIds(body.strIds, notFound1));
       return ok(messages.deleted);

@@ -112,14 +112,16 @@ async function* records(rows: AsyncIterable<ExportRow[]>, custom: CustomField[])
  * live contacts or a segment's members to `res` (export-csv.ts: formulas neutralised, the
  * envelope for what fails before the first byte, a cut connection after). The header is what
  * the CSV import reads: the reserved fields, then the account's custom fields by name (oldest
- * first). Rows go oldest first, read in keyset batches: one batch in memory at a time.
+ * first). Rows go oldest first, read in keyset batches: one batch in memory at a time. `opened`
+ * runs once the list or segment is found, before the first byte (the route's audit entry).
  */
-export async function exportContactsCsv(ctx: Ctx, input: ContactExport, res: Response): Promise<void> {
+export async function exportContactsCsv(ctx: Ctx, input: ContactExport, res: Response, opened: () => Promise<void>): Promise<void> {
   checkExport(input);
   const [source, custom] = await Promise.all([
     input.contactTypeId !== undefined ? typeSource(ctx, input.contactTypeId) : segmentSource(ctx, input.segmentId!),
     loadCustomFields(ctx),
   ]);
+  await opened();
   const header = [...RESERVED_COLUMNS, ...custom.map((f) => f.field_name)];
   await streamCsv(res, fileName(source.name), header, records(source.rows, custom));
 }

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { requestActor } from '../../consent/actor';
-import { ok } from '../../http/envelope';
+import { ok, type Envelope } from '../../http/envelope';
 import { email } from '../../http/fields';
 import { route, type RouteDef } from '../../http/routes';
 import { eraseAddress } from './erase.service';
 import { consentOf, EXPORT_PERSON_MAX_ROWS, exportPerson } from './person.service';
+import { answer, count } from '../shared/audit';
 
 /**
  * One person's data (issue 35; docs/decisions.md "Consent and personal data"): consent records,
@@ -52,6 +53,15 @@ export const erasureRecord = z.object({
   rows_removed: z.record(z.string(), z.number().int()).meta({ description: 'rows removed per table (tables with none left out)' }),
 });
 
+
+/** The data request's answer in counts (never the address). */
+function personSummary(person: unknown): string {
+  const p = (person ?? {}) as { contacts?: unknown[]; events?: unknown[]; deliveries?: unknown[] };
+  return `data request answered: ${count(p.contacts?.length ?? 0, 'contact')}, ${count(p.deliveries?.length ?? 0, 'recipient row')}, ${count(p.events?.length ?? 0, 'event')}`;
+}
+
+const erasureOf = (envelope: Envelope) => answer(envelope).erasure as z.infer<typeof erasureRecord>;
+
 export const personRoutes: RouteDef[] = [
   route({
     method: 'get',
@@ -66,6 +76,7 @@ export const personRoutes: RouteDef[] = [
     query: byEmail,
     response: z.object({ consent: z.array(consentEntry) }),
     failures: ['AUTH', 'VAL'],
+    permission: 'read',
     handle: async ({ ctx, query }) => ok({ consent: await consentOf(ctx, query.email) }),
   }),
   route({
@@ -81,6 +92,11 @@ export const personRoutes: RouteDef[] = [
     query: byEmail,
     response: z.object({ person: personExport }),
     failures: ['AUTH', 'VAL'],
+    permission: 'contacts:erase',
+    audit: {
+      action: 'contact.exported',
+      entry: (_input, envelope) => ({ objectKind: 'contact', summary: personSummary(answer(envelope).person) }),
+    },
     handle: async ({ ctx, query }) => ok({ person: await exportPerson(ctx, query.email) }),
   }),
   route({
@@ -98,6 +114,11 @@ export const personRoutes: RouteDef[] = [
     body: byEmail,
     response: z.object({ erasure: erasureRecord }),
     failures: ['AUTH', 'VAL'],
+    permission: 'contacts:erase',
+    audit: {
+      action: 'contact.erased',
+      entry: (_input, envelope) => ({ objectKind: 'erasure', objectId: erasureOf(envelope).erasure_id, summary: `${count(Object.values(erasureOf(envelope).rows_removed).reduce((a, b) => a + b, 0), 'row')} removed` }),
+    },
     handle: async ({ ctx, body, req }) => {
       const actor = requestActor(req).actor ?? 'unknown';
       return ok({ erasure: await eraseAddress(ctx, body.email, { actor, source: 'api' }) });

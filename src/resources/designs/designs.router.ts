@@ -14,6 +14,7 @@ import {
   updateDesignBody,
 } from './designs.schemas';
 import * as service from './designs.service';
+import { answer } from '../shared/audit';
 
 const tag = 'Designs';
 const designId = { name: 'id', notFound: notFound1 };
@@ -36,6 +37,11 @@ export const designRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: designSavedResponse,
     failures: ['AUTH', 'VAL', 'TOO_LARGE'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'design.created',
+      entry: ({ body }, envelope) => ({ objectKind: 'design', objectId: Number(answer(envelope).id), summary: `“${body.template_name}” (${body.format})` }),
+    },
     handle: async ({ ctx, body }) => ok(await service.saveDesign(ctx, body)),
   }),
   route({
@@ -51,6 +57,11 @@ export const designRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: designSavedResponse,
     failures: ['AUTH', 'VAL', 'NF1', 'TOO_LARGE'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'design.updated',
+      entry: ({ id, body }) => ({ objectKind: 'design', objectId: id, summary: [body.template_name === undefined ? '' : `“${body.template_name}”`, body.format ? `to ${body.format}` : '', body.source === undefined ? '' : 'source changed'].filter(Boolean).join(', ') }),
+    },
     handle: async ({ ctx, id, body }) => ok(await service.updateDesign(ctx, id, body)),
   }),
   route({
@@ -61,6 +72,7 @@ export const designRoutes: RouteDef[] = [
     list: true,
     response: designsListResponse,
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('designs', await service.listDesigns(ctx, paging))),
   }),
   route({
@@ -71,6 +83,7 @@ export const designRoutes: RouteDef[] = [
     id: designId,
     response: z.object({ design: designRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok({ design: await service.findDesign(ctx, id) }),
   }),
   route({
@@ -84,6 +97,11 @@ export const designRoutes: RouteDef[] = [
     id: designId,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1', 'VAL'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'design.deleted',
+      entry: ({ id }) => ({ objectKind: 'design', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteDesign(ctx, id);
       return ok(messages.deleted);
@@ -101,6 +119,7 @@ export const designRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: designPreviewResponse,
     failures: ['AUTH', 'VAL', 'TOO_LARGE'],
+    permission: 'campaigns:manage',
     handle: async ({ ctx, deps, body }) => ok(await service.previewDesign(ctx, deps.config, body)),
   }),
 ];

@@ -15,6 +15,7 @@ export const eventRoutes: RouteDef[] = [
     query: eventsQuery,
     response: eventsMessage,
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, query }) => ok(await service.listEvents(ctx, query)),
   }),
 ];

@@ -18,6 +18,7 @@ export const fieldRoutes: RouteDef[] = [
     list: true,
     response: z.object({ reservedFields: z.array(reservedFieldRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('reservedFields', await service.listReservedFields(ctx, paging))),
   }),
   route({
@@ -28,6 +29,7 @@ export const fieldRoutes: RouteDef[] = [
     list: true,
     response: z.object({ customFields: z.array(customFieldRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('customFields', await service.listCustomFields(ctx, paging))),
   }),
   route({
@@ -38,6 +40,11 @@ export const fieldRoutes: RouteDef[] = [
     body: saveCustomFieldBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'custom_field.created',
+      entry: ({ body }) => ({ objectKind: 'custom_field', summary: `${body.field_name} (${body.field_type})` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.saveCustomField(ctx, body);
       return ok(messages.added);
@@ -51,6 +58,11 @@ export const fieldRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'custom_field.deleted',
+      entry: ({ id }) => ({ objectKind: 'custom_field', objectId: id, summary: 'deleted with its values' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteCustomField(ctx, id);
       return ok(messages.deleted);

@@ -6,6 +6,7 @@ import { route, type RouteDef } from '../../http/routes';
 import { confirmation } from '../shared/schemas';
 import { formRecord, formSavedResponse, formsListResponse, formStatsResponse, saveFormBody, statsQuery } from './forms.schemas';
 import * as service from './forms.service';
+import { answer } from '../shared/audit';
 
 const tag = 'Forms';
 const formId = { name: 'id', notFound: notFound1 };
@@ -28,6 +29,11 @@ export const formRoutes: RouteDef[] = [
     body: saveFormBody,
     response: formSavedResponse,
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'form.created',
+      entry: ({ body }, envelope) => ({ objectKind: 'form', objectId: Number(answer(envelope).id), summary: `“${body.name}”` }),
+    },
     handle: async ({ ctx, body }) => ok(await service.saveForm(ctx, body)),
   }),
   route({
@@ -40,6 +46,11 @@ export const formRoutes: RouteDef[] = [
     body: saveFormBody,
     response: formSavedResponse,
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'form.updated',
+      entry: ({ id, body }) => ({ objectKind: 'form', objectId: id, summary: `“${body.name}”` }),
+    },
     handle: async ({ ctx, id, body }) => ok(await service.updateForm(ctx, id, body)),
   }),
   route({
@@ -50,6 +61,7 @@ export const formRoutes: RouteDef[] = [
     list: true,
     response: formsListResponse,
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('forms', await service.listForms(ctx, paging))),
   }),
   route({
@@ -60,6 +72,7 @@ export const formRoutes: RouteDef[] = [
     id: formId,
     response: z.object({ form: formRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, deps, id }) => ok({ form: await service.findForm(ctx, deps.config, id) }),
   }),
   route({
@@ -73,6 +86,11 @@ export const formRoutes: RouteDef[] = [
     id: formId,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'form.deleted',
+      entry: ({ id }) => ({ objectKind: 'form', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteForm(ctx, id);
       return ok(messages.deleted);
@@ -88,6 +106,7 @@ export const formRoutes: RouteDef[] = [
     query: statsQuery,
     response: formStatsResponse,
     failures: ['AUTH', 'NF1', 'VAL'],
+    permission: 'read',
     handle: async ({ ctx, id, query }) => ok({ stats: await service.formStats(ctx, id, query.days) }),
   }),
 ];

@@ -36,6 +36,7 @@ export const geographyRoutes: RouteDef[] = [
     list: false,
     response: geographyMessage,
     failures: ['AUTH', 'VAL'],
+    permission: 'read',
     handle: async ({ ctx, query, req, res }) => {
       sendWithEtag(req, res, await service.geographyBody(ctx, query));
       // Already written; the framework sends nothing more once headers are out.

@@ -7,6 +7,7 @@ import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
 import { eventRecord, notificationMessages, notificationRecord, saveNotificationBody } from './notifications.schemas';
 import * as service from './notifications.service';
+import { bulk } from '../shared/audit';
 
 const tag = 'Notification recipients';
 
@@ -19,6 +20,7 @@ export const notificationRoutes = [
     list: true,
     response: z.object({ notifications: z.array(notificationRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) =>
       ok(listPayload('notifications', await service.listNotificationRecipients(ctx, paging))),
   }),
@@ -31,6 +33,11 @@ export const notificationRoutes = [
     messages: notificationMessages,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'notification_recipient.created',
+      entry: ({ body }) => ({ objectKind: 'notification_recipient', summary: `“${body.email_owner}”` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.saveNotificationRecipient(ctx, body);
       return ok(messages.added);
@@ -44,6 +51,11 @@ export const notificationRoutes = [
     id: { name: 'id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'notification_recipient.deleted',
+      entry: ({ id }) => ({ objectKind: 'notification_recipient', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteNotificationRecipients(ctx, [id]);
       return ok(messages.deleted);
@@ -57,6 +69,7 @@ export const notificationRoutes = [
     list: true,
     response: z.object({ events: z.array(eventRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('events', await service.listEvents(ctx, paging))),
   }),
   route({
@@ -67,6 +80,11 @@ export const notificationRoutes = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'notification_recipient.deleted',
+      entry: ({ body }) => ({ objectKind: 'notification_recipient', ...bulk(body.strIds, 'recipient') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteNotificationRecipients(ctx, parseIds(body.strIds, notFound1));
       return ok(messages.deleted);

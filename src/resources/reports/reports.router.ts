@@ -21,6 +21,7 @@ function statsRoute(path: string, kind: NamedOwnerKind, response: RouteDef['resp
     id: utrId,
     response,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, utr }) => ok(await service.ownerStats(ctx, kind, utr)),
   });
 }
@@ -39,6 +40,7 @@ export const reportRoutes: RouteDef[] = [
     query: overviewQuery,
     response: overviewMessage,
     failures: ['AUTH', 'VAL'],
+    permission: 'read',
     handle: async ({ ctx, query }) => ok(await service.overview(ctx, query)),
   }),
   route({
@@ -49,6 +51,7 @@ export const reportRoutes: RouteDef[] = [
     id: utrId,
     response: automationEmailsMessage,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, utr }) => ok(await service.automationEmails(ctx, utr)),
   }),
   route({
@@ -59,6 +62,7 @@ export const reportRoutes: RouteDef[] = [
     id: { name: 'event_id', notFound: notFound1, kind: 'bigint', requiredMessage: true },
     response: keptReportMessage,
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok(await service.keptReport(ctx, id)),
   }),
 ];

@@ -17,6 +17,7 @@ export const routeRoutes: RouteDef[] = [
       'Herald has no relay (mail goes to the outbox). URLs and credentials are never shown.',
     response: z.object({ routes: z.array(routeRecord) }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, deps }) => ok({ routes: await service.listRoutes(ctx, deps) }),
   }),
 ];

@@ -7,6 +7,7 @@ import { streamList } from '../../http/stream';
 import { confirmation, pagination } from '../shared/schemas';
 import { segmentBody, segmentRecipientRecord, segmentRecord, storeRecipientBody } from './segments.schemas';
 import * as service from './segments.service';
+import { count } from '../shared/audit';
 
 const tag = 'Segments';
 
@@ -19,6 +20,7 @@ export const segmentRoutes: RouteDef[] = [
     list: true,
     response: z.object({ segments: z.array(segmentRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('segments', await service.listSegments(ctx, paging))),
   }),
   route({
@@ -30,6 +32,7 @@ export const segmentRoutes: RouteDef[] = [
     list: true,
     response: z.object({ contactEmails: z.array(segmentRecipientRecord), pagination: pagination.optional() }),
     failures: ['AUTH', 'NF2'],
+    permission: 'read',
     handle: async ({ ctx, id, paging, res }) => {
       if (paging) return ok(listPayload('contactEmails', await service.listMembersPage(ctx, id, paging)));
       await streamList(res, 'contactEmails', await service.memberBatches(ctx, id));
@@ -44,6 +47,11 @@ export const segmentRoutes: RouteDef[] = [
     body: storeRecipientBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'segment_recipient.created',
+      entry: ({ body }) => ({ objectKind: 'segment', objectId: body.segment_id, summary: 'a recipient added by hand' }),
+    },
     handle: async ({ ctx, body }) => {
       await service.storeRecipient(ctx, body);
       return ok(messages.added);
@@ -57,6 +65,11 @@ export const segmentRoutes: RouteDef[] = [
     id: { name: 'segment_recipient_id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'segment_recipient.deleted',
+      entry: ({ id }) => ({ objectKind: 'segment_recipient', objectId: id, summary: 'removed' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteRecipient(ctx, id);
       return ok(messages.deleted);
@@ -71,6 +84,11 @@ export const segmentRoutes: RouteDef[] = [
     response: confirmation(messages.deleted),
     inErrors: true,
     failures: ['AUTH', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'segment.deleted',
+      entry: ({ id }) => ({ objectKind: 'segment', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteSegment(ctx, id);
       return okInErrors(messages.deleted);
@@ -84,6 +102,11 @@ export const segmentRoutes: RouteDef[] = [
     body: segmentBody,
     response: confirmation(messages.saved),
     failures: ['AUTH', 'VAL'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'segment.created',
+      entry: ({ body }) => ({ objectKind: 'segment', summary: `“${body.segment_name}” over list ${body.contact_type_id}, ${count(body.select_field.length, 'rule')}` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.saveSegment(ctx, body);
       return ok(messages.saved);
@@ -98,6 +121,11 @@ export const segmentRoutes: RouteDef[] = [
     body: segmentBody,
     response: confirmation(messages.updated),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'audience:manage',
+    audit: {
+      action: 'segment.updated',
+      entry: ({ id, body }) => ({ objectKind: 'segment', objectId: id, summary: `“${body.segment_name}” over list ${body.contact_type_id}, ${count(body.select_field.length, 'rule')}` }),
+    },
     handle: async ({ ctx, id, body }) => {
       await service.updateSegment(ctx, id, body);
       return ok(messages.updated);
@@ -111,6 +139,7 @@ export const segmentRoutes: RouteDef[] = [
     id: { name: 'segment_id', notFound: notFound1 },
     response: z.object({ segment: segmentRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok({ segment: await service.getSegment(ctx, id) }),
   }),
 ];

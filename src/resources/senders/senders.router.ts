@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { messages, ok, okInErrors } from '../../http/envelope';
+import { messages, ok, okInErrors, type Envelope } from '../../http/envelope';
 import { notFound1 } from '../../http/errors';
 import { listPayload } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/routes';
@@ -8,6 +8,7 @@ import { confirmation, pagination } from '../shared/schemas';
 import { senderBody, senderRecord } from './senders.schemas';
 import * as service from './senders.service';
 import * as dns from './sender-dns.service';
+import { answer, count } from '../shared/audit';
 
 const tag = 'Senders';
 const senderId = { name: 'sender_id', notFound: notFound1 };
@@ -30,6 +31,13 @@ const DNS_DESCRIPTION =
   'BOUNCE_DOMAIN (only when it is set); `spf`: a hint for the envelope sender’s domain; `dmarc`: a hint at ' +
   '`_dmarc.<domain>`. `status` is that of the last check (`unchecked` before any).';
 
+
+/** A DNS check's outcome in counts. */
+function dnsSummary(envelope: Envelope): string {
+  const records = (answer(envelope).records ?? []) as Array<{ status: string }>;
+  return `${records.filter((r) => r.status === DnsRecordStatus.Verified).length} of ${count(records.length, 'record')} verified`;
+}
+
 export const senderRoutes: RouteDef[] = [
   route({
     method: 'get',
@@ -41,6 +49,7 @@ export const senderRoutes: RouteDef[] = [
     list: true,
     response: z.object({ senders: z.array(senderRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('senders', await service.listSenders(ctx, paging))),
   }),
   route({
@@ -54,6 +63,11 @@ export const senderRoutes: RouteDef[] = [
     body: senderBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.created',
+      entry: ({ body }) => ({ objectKind: 'sender', summary: `“${body.nickname}” <${body.from_email}>, verification mailed` }),
+    },
     handle: async ({ ctx, deps, body }) => {
       await service.saveSender(ctx, deps, body);
       return ok(messages.added);
@@ -67,6 +81,7 @@ export const senderRoutes: RouteDef[] = [
     id: senderId,
     response: z.object({ sender: senderRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok({ sender: await service.findSender(ctx, id) }),
   }),
   route({
@@ -79,6 +94,11 @@ export const senderRoutes: RouteDef[] = [
     body: senderBody,
     response: confirmation(messages.updated),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.updated',
+      entry: ({ id, body }) => ({ objectKind: 'sender', objectId: id, summary: `“${body.nickname}” <${body.from_email}>` }),
+    },
     handle: async ({ ctx, deps, id, body }) => {
       await service.updateSender(ctx, deps, id, body);
       return ok(messages.updated);
@@ -94,6 +114,11 @@ export const senderRoutes: RouteDef[] = [
     response: confirmation(messages.deleted),
     inErrors: true,
     failures: ['AUTH', 'NF1', 'REFUSED'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.deleted',
+      entry: ({ id }) => ({ objectKind: 'sender', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteSender(ctx, id);
       return okInErrors(messages.deleted);
@@ -108,6 +133,7 @@ export const senderRoutes: RouteDef[] = [
     id: senderId,
     response: dnsRecords,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, deps, id }) => ok(await dns.senderRecords(ctx, deps.config, id)),
   }),
   route({
@@ -119,6 +145,11 @@ export const senderRoutes: RouteDef[] = [
     id: senderId,
     response: dnsRecords,
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.dns_checked',
+      entry: ({ id }, envelope) => ({ objectKind: 'sender', objectId: id, summary: dnsSummary(envelope) }),
+    },
     handle: async ({ ctx, deps, id }) => ok(await dns.checkSenderRecords(ctx, deps.config, id)),
   }),
   route({
@@ -132,6 +163,11 @@ export const senderRoutes: RouteDef[] = [
     id: senderId,
     response: z.object({ selector: z.string() }),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.dkim_rotated',
+      entry: ({ id }, envelope) => ({ objectKind: 'sender', objectId: id, summary: `new selector ${String(answer(envelope).selector)}` }),
+    },
     handle: async ({ ctx, deps, id }) => ok(await dns.rotateSenderKey(ctx, deps.config, id)),
   }),
   route({
@@ -145,6 +181,11 @@ export const senderRoutes: RouteDef[] = [
     id: senderId,
     response: confirmation(messages.verificationSent),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'sender.verification_sent',
+      entry: ({ id }) => ({ objectKind: 'sender', objectId: id, summary: 'a fresh verification link mailed' }),
+    },
     handle: async ({ ctx, deps, id }) => {
       await service.resendVerification(ctx, deps, id);
       return ok(messages.verificationSent);

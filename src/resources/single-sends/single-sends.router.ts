@@ -7,6 +7,7 @@ import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
 import { abWinnerBody, previewQuery, previewResponse, scheduleBody, singleSendResponse, singleSendSaveBody, testSendBody } from './single-sends.schemas';
 import { previewSingleSend, sendTestMessages, TEST_MESSAGES_PER_HOUR } from './single-sends.preview';
 import * as service from './single-sends.service';
+import { alsoNeeds, answer, bulk, count } from '../shared/audit';
 
 const tag = 'Single sends';
 const utrId = { name: 'utr', notFound: notFound2, kind: 'utr' as const };
@@ -21,6 +22,7 @@ export const singleSendRoutes: RouteDef[] = [
     list: true,
     response: z.object({ singleSends: z.array(singleSendResponse), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) => ok(listPayload('singleSends', await service.listSingleSends(ctx, paging))),
   }),
   route({
@@ -35,7 +37,16 @@ export const singleSendRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: utrMessage,
     failures: ['AUTH', 'VAL'],
-    handle: async ({ ctx, body }) => ok({ utr: await service.createSingleSend(ctx, body) }),
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.created',
+      entry: ({ body }, envelope) => ({ objectKind: 'single_send', objectId: String(answer(envelope).utr), summary: `“${body.single_send_name}”, ${body.draft === 1 ? 'a draft' : 'ready to send'}` }),
+    },
+    handle: async ({ ctx, body }) => {
+      // Without draft=1 the send is ready, and goes out: that is sending.
+      if (body.draft !== 1) alsoNeeds(ctx, 'campaigns:send');
+      return ok({ utr: await service.createSingleSend(ctx, body) });
+    },
   }),
   route({
     method: 'get',
@@ -46,6 +57,11 @@ export const singleSendRoutes: RouteDef[] = [
     id: utrId,
     response: confirmation(messages.duplicated),
     failures: ['AUTH', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.duplicated',
+      entry: ({ utr }) => ({ objectKind: 'single_send', objectId: utr, summary: 'copied as a draft' }),
+    },
     handle: async ({ ctx, utr }) => {
       await service.duplicateSingleSend(ctx, utr);
       return ok(messages.duplicated);
@@ -59,6 +75,7 @@ export const singleSendRoutes: RouteDef[] = [
     id: utrId,
     response: z.object({ singleSend: z.array(singleSendResponse).length(1) }),
     failures: ['AUTH', 'NF2'],
+    permission: 'read',
     handle: async ({ ctx, utr }) => ok({ singleSend: [await service.getSingleSend(ctx, utr)] }),
   }),
   route({
@@ -74,7 +91,15 @@ export const singleSendRoutes: RouteDef[] = [
     bodyLimit: 'design',
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2', 'REFUSED'],
-    handle: async ({ ctx, utr, body }) => ok({ utr: await service.updateSingleSend(ctx, utr, body) }),
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.updated',
+      entry: ({ utr, body }) => ({ objectKind: 'single_send', objectId: utr, summary: `“${body.single_send_name}”, ${body.draft === 1 ? 'a draft' : 'ready to send'}` }),
+    },
+    handle: async ({ ctx, utr, body }) => {
+      if (body.draft !== 1) alsoNeeds(ctx, 'campaigns:send');
+      return ok({ utr: await service.updateSingleSend(ctx, utr, body) });
+    },
   }),
   route({
     method: 'post',
@@ -88,6 +113,11 @@ export const singleSendRoutes: RouteDef[] = [
     body: scheduleBody,
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'single_send.scheduled',
+      entry: ({ utr, body }) => ({ objectKind: 'single_send', objectId: utr, summary: body.send_at ? `for ${body.send_at} UTC` : 'at its own schedule' }),
+    },
     handle: async ({ ctx, utr, body }) => ok({ utr: await service.scheduleSingleSend(ctx, utr, body.send_at) }),
   }),
   route({
@@ -98,6 +128,11 @@ export const singleSendRoutes: RouteDef[] = [
     id: { ...utrId, requiredMessage: true },
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'single_send.unscheduled',
+      entry: ({ utr }) => ({ objectKind: 'single_send', objectId: utr, summary: 'back to a draft' }),
+    },
     handle: async ({ ctx, utr }) => ok({ utr: await service.unscheduleSingleSend(ctx, utr) }),
   }),
   route({
@@ -111,6 +146,11 @@ export const singleSendRoutes: RouteDef[] = [
     id: { ...utrId, requiredMessage: true },
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'single_send.paused',
+      entry: ({ utr }) => ({ objectKind: 'single_send', objectId: utr, summary: 'paused' }),
+    },
     handle: async ({ ctx, utr }) => ok({ utr: await service.pauseSingleSend(ctx, utr) }),
   }),
   route({
@@ -121,6 +161,11 @@ export const singleSendRoutes: RouteDef[] = [
     id: { ...utrId, requiredMessage: true },
     response: utrMessage,
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'single_send.resumed',
+      entry: ({ utr }) => ({ objectKind: 'single_send', objectId: utr, summary: 'resumed' }),
+    },
     handle: async ({ ctx, utr }) => ok({ utr: await service.resumeSingleSend(ctx, utr) }),
   }),
   route({
@@ -136,6 +181,7 @@ export const singleSendRoutes: RouteDef[] = [
     query: previewQuery,
     response: previewResponse,
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'read',
     handle: async ({ ctx, deps, utr, query }) => ok(await previewSingleSend(ctx, deps.config, utr, query.contact_id)),
   }),
   route({
@@ -152,6 +198,11 @@ export const singleSendRoutes: RouteDef[] = [
     body: testSendBody,
     response: z.object({ sent: z.number().int().meta({ description: 'test messages sent' }) }),
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.tested',
+      entry: ({ utr, body }, envelope) => ({ objectKind: 'single_send', objectId: utr, summary: `${count(Number(answer(envelope).sent), 'test message')} to ${count(body.emails.length, 'address', 'addresses')}` }),
+    },
     handle: async ({ ctx, deps, utr, body }) => ok({ sent: await sendTestMessages(ctx, deps, utr, body) }),
   }),
   route({
@@ -163,6 +214,11 @@ export const singleSendRoutes: RouteDef[] = [
     body: abWinnerBody,
     response: confirmation(messages.winnerSelected),
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:send',
+    audit: {
+      action: 'single_send.winner_picked',
+      entry: ({ utr, body }) => ({ objectKind: 'single_send', objectId: utr, summary: `variation ${String.fromCharCode(65 + body.variation)}` }),
+    },
     handle: async ({ ctx, utr, body }) => {
       await service.pickAbWinner(ctx, utr, body.variation);
       return ok(messages.winnerSelected);
@@ -176,6 +232,11 @@ export const singleSendRoutes: RouteDef[] = [
     id: utrId,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.deleted',
+      entry: ({ utr }) => ({ objectKind: 'single_send', objectId: utr, summary: 'deleted' }),
+    },
     handle: async ({ ctx, utr }) => {
       await service.deleteSingleSends(ctx, [utr]);
       return ok(messages.deleted);
@@ -189,6 +250,11 @@ export const singleSendRoutes: RouteDef[] = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF2'],
+    permission: 'campaigns:manage',
+    audit: {
+      action: 'single_send.deleted',
+      entry: ({ body }) => ({ objectKind: 'single_send', ...bulk(body.strIds, 'send') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteSingleSends(ctx, body.strIds);
       return ok(messages.deleted);

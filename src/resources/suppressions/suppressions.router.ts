@@ -7,8 +7,16 @@ import { validate } from '../../http/validate';
 import { confirmation, pagination } from '../shared/schemas';
 import { emailsBody, listSuppressionsQuery, suppressionMessage, suppressionRecord } from './suppressions.schemas';
 import * as service from './suppressions.service';
+import { count } from '../shared/audit';
 
 const tag = 'Suppressions';
+
+
+/** How many addresses a lift named (the handler validated them already). */
+function liftedCount(body: unknown, query: unknown): number {
+  const input = body as Record<string, unknown>;
+  return validate(emailsBody, { emails: input.emails ?? (query as Record<string, unknown>).emails }).emails.length;
+}
 
 export const suppressionRoutes: RouteDef[] = [
   route({
@@ -20,6 +28,7 @@ export const suppressionRoutes: RouteDef[] = [
     list: true,
     response: z.object({ suppressions: z.array(suppressionRecord), pagination: pagination.optional() }),
     failures: ['AUTH', 'VAL'],
+    permission: 'read',
     handle: async ({ ctx, query, paging }) => ok(listPayload('suppressions', await service.listSuppressions(ctx, query, paging))),
   }),
   route({
@@ -30,6 +39,7 @@ export const suppressionRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: suppressionMessage,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok(await service.suppressionMessage(ctx, id)),
   }),
   route({
@@ -40,6 +50,11 @@ export const suppressionRoutes: RouteDef[] = [
     body: emailsBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'suppression.created',
+      entry: ({ body }) => ({ objectKind: 'suppression', summary: `${count(body.emails.length, 'address', 'addresses')} suppressed by hand` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.addSuppressions(ctx, body.emails);
       return ok(messages.added);
@@ -52,6 +67,11 @@ export const suppressionRoutes: RouteDef[] = [
     summary: 'Herald extension: lift the suppression of comma-separated addresses (`emails` in the query or the body); others are ignored',
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'suppression.lifted',
+      entry: ({ body, query }) => ({ objectKind: 'suppression', summary: `lifted for ${count(liftedCount(body, query), 'address', 'addresses')}` }),
+    },
     handle: async ({ ctx, body, query }) => {
       const input = body as Record<string, unknown>;
       const { emails } = validate(emailsBody, { emails: input.emails ?? (query as Record<string, unknown>).emails });

@@ -13,6 +13,7 @@ export const templateRoutes: RouteDef[] = [
     summary: 'List the designs to start an email from (Custom, the blank one, first)',
     response: templatesResponse,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx }) => ok({ templates: await service.listTemplates(ctx) }),
   }),
   route({
@@ -22,6 +23,7 @@ export const templateRoutes: RouteDef[] = [
     summary: 'List the placeholder names usable in a design as ((name))',
     response: dynamicContentResponse,
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx }) => ok({ contents: await service.listDynamicContent(ctx) }),
   }),
 ];

@@ -13,6 +13,7 @@ import {
   saveGroupBody,
 } from './unsubscribe-groups.schemas';
 import * as service from './unsubscribe-groups.service';
+import { bulk, count } from '../shared/audit';
 
 const tag = 'Unsubscribe groups';
 
@@ -25,6 +26,7 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     list: true,
     response: z.object({ unsubscribesGroups: z.array(groupListRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) =>
       ok(listPayload('unsubscribesGroups', await service.listGroups(ctx, paging))),
   }),
@@ -36,6 +38,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     body: saveGroupBody,
     response: confirmation(messages.saved),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.created',
+      entry: ({ body }) => ({ objectKind: 'unsubscribe_group', summary: `“${body.group_name}”` }),
+    },
     handle: async ({ ctx, body }) => {
       await service.saveGroup(ctx, body);
       return ok(messages.saved);
@@ -49,6 +56,7 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: z.object({ unsubscribesGroup: groupRecord }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id }) => ok({ unsubscribesGroup: await service.findGroup(ctx, id) }),
   }),
   route({
@@ -60,6 +68,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     body: saveGroupBody,
     response: confirmation(messages.updated),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.updated',
+      entry: ({ id, body }) => ({ objectKind: 'unsubscribe_group', objectId: id, summary: `“${body.group_name}”` }),
+    },
     handle: async ({ ctx, id, body }) => {
       await service.updateGroup(ctx, id, body);
       return ok(messages.updated);
@@ -76,6 +89,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.deleted',
+      entry: ({ id }) => ({ objectKind: 'unsubscribe_group', objectId: id, summary: 'deleted' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteGroup(ctx, id);
       return ok(messages.deleted);
@@ -89,6 +107,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     body: manuallyAddBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.recipients_added',
+      entry: ({ body }) => ({ objectKind: 'unsubscribe_group', objectId: body.unsubscribe_groups_id, summary: count(body.email_address.length, 'address', 'addresses') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.addRecipients(ctx, body);
       return ok(messages.added);
@@ -103,6 +126,7 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     list: true,
     response: z.object({ recipients: z.array(groupRecipientRecord), pagination: pagination.optional() }),
     failures: ['AUTH', 'NF1'],
+    permission: 'read',
     handle: async ({ ctx, id, paging }) =>
       ok(listPayload('recipients', await service.listRecipients(ctx, id, paging))),
   }),
@@ -114,6 +138,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.recipients_removed',
+      entry: ({ id }) => ({ objectKind: 'unsubscribe_group_recipient', objectId: id, summary: '1 address' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteRecipients(ctx, [id]);
       return ok(messages.deleted);
@@ -127,6 +156,11 @@ export const unsubscribeGroupRoutes: RouteDef[] = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'unsubscribe_group.recipients_removed',
+      entry: ({ body }) => ({ objectKind: 'unsubscribe_group_recipient', ...bulk(body.strIds, 'address', 'addresses') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteRecipients(ctx, parseIds(body.strIds, notFound1));
       return ok(messages.deleted);

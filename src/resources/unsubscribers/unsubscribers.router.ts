@@ -7,6 +7,7 @@ import { parseIds } from '../shared/crud';
 import { bulkDeleteBody, confirmation, pagination } from '../shared/schemas';
 import { saveUnsubscribersBody, unsubscriberRecord } from './unsubscribers.schemas';
 import * as service from './unsubscribers.service';
+import { bulk, count } from '../shared/audit';
 
 const tag = 'Global unsubscribers';
 
@@ -19,6 +20,7 @@ export const unsubscriberRoutes: RouteDef[] = [
     list: true,
     response: z.object({ unSubscribers: z.array(unsubscriberRecord), pagination: pagination.optional() }),
     failures: ['AUTH'],
+    permission: 'read',
     handle: async ({ ctx, paging }) =>
       ok(listPayload('unSubscribers', await service.listGlobalUnsubscribers(ctx, paging))),
   }),
@@ -30,6 +32,11 @@ export const unsubscriberRoutes: RouteDef[] = [
     body: saveUnsubscribersBody,
     response: confirmation(messages.added),
     failures: ['AUTH', 'VAL'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'global_unsubscriber.created',
+      entry: ({ body }) => ({ objectKind: 'global_unsubscriber', summary: count(body.email_address.length, 'address', 'addresses') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.addGlobalUnsubscribers(ctx, body.email_address);
       return ok(messages.added);
@@ -43,6 +50,11 @@ export const unsubscriberRoutes: RouteDef[] = [
     id: { name: 'id', notFound: notFound1 },
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'global_unsubscriber.deleted',
+      entry: ({ id }) => ({ objectKind: 'global_unsubscriber', objectId: id, summary: '1 address' }),
+    },
     handle: async ({ ctx, id }) => {
       await service.deleteGlobalUnsubscribers(ctx, [id]);
       return ok(messages.deleted);
@@ -56,6 +68,11 @@ export const unsubscriberRoutes: RouteDef[] = [
     body: bulkDeleteBody,
     response: confirmation(messages.deleted),
     failures: ['AUTH', 'VAL', 'NF1'],
+    permission: 'settings:manage',
+    audit: {
+      action: 'global_unsubscriber.deleted',
+      entry: ({ body }) => ({ objectKind: 'global_unsubscriber', ...bulk(body.strIds, 'address', 'addresses') }),
+    },
     handle: async ({ ctx, body }) => {
       await service.deleteGlobalUnsubscribers(ctx, parseIds(body.strIds, notFound1));
       return ok(messages.deleted);

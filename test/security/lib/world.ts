@@ -42,6 +42,10 @@ export interface World {
   designId: number;
   /** A signup form (POST /forms/save), named with the marker. */
   formId: number;
+  /** An invited user (POST /users/invite), address and name with the marker. */
+  userMemberId: number;
+  /** Another, for the removal (the control replays every row on one world). */
+  removableMemberId: number;
 }
 
 function ok(res: { status: number; body: unknown; text?: string }, what: string): void {
@@ -225,8 +229,14 @@ export async function buildWorld(app: Express, db: Knex, account?: TestAccount):
     confirmation_sender_id: senderId,
   });
   ok(form, 'form');
+  const invited = await http.form('/users/invite', { email: `${marker}.user@example.com`, name: `${marker} user`, role: 'editor' });
+  ok(invited, 'user');
+  const removable = await http.form('/users/invite', { email: `${marker}.leaver@example.com`, name: `${marker} leaver`, role: 'viewer' });
+  ok(removable, 'user to remove');
 
   return {
+    userMemberId: Number((invited.body as { message: { user: { id: number } } }).message.user.id),
+    removableMemberId: Number((removable.body as { message: { user: { id: number } } }).message.user.id),
     formId: Number((form.body as { message: { id: number } }).message.id),
     designId: Number((design.body as { message: { id: number } }).message.id),
     suppressionId: Number(suppression.id),
