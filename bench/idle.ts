@@ -27,7 +27,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../test/helpers/net';
+import { freePorts } from '../test/helpers/net';
 import { build, log, ROOT } from './lib/herald';
 import { median, procStatus, writeResult } from './lib/sample';
 import { args } from './lib/setup';
@@ -104,7 +104,7 @@ function dbStartMs(logText: string): number | null {
 
 /** `npm start` on `dataDir`: waits for health, lets Herald idle, reads its RSS, stops it. */
 async function startOnce(dataDir: string, logFile: string): Promise<Start> {
-  const [port, dbPort] = [await freePort(), await freePort()];
+  const [port, dbPort] = await freePorts(2);
   const out = fs.openSync(logFile, 'w');
   const t0 = Date.now();
   const child = spawn('npm', ['start', '--silent'], {

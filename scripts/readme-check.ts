@@ -28,7 +28,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../test/helpers/net';
+import { freePorts } from '../test/helpers/net';
 
 const ROOT = path.resolve(__dirname, '..');
 const README = path.join(ROOT, 'README.md');
@@ -119,7 +119,7 @@ async function main(): Promise<number> {
   // The blocks run in the working folder (receiver.js is there) as if in the clone: ./bin/herald.js
   // is the clone's (node follows the link, so it finds the clone's dist/).
   fs.symlinkSync(path.join(ROOT, 'bin'), path.join(work, 'bin'));
-  const [port, dbPort, closedPort] = [await freePort(), await freePort(), await freePort()];
+  const [port, dbPort, closedPort] = await freePorts(3);
   if (!(await freePortIs(4000))) throw new Error('README check: port 4000 (the README receiver\'s) is in use');
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,

@@ -12,7 +12,7 @@
 import { makeAccount, setupApp, testDatabaseUrl, type TestAccount } from '../helpers/app';
 import { makeContactType, makeGroup, makeSender } from '../helpers/fixtures';
 import { isolatedUrl } from '../setup/isolated';
-import { freePort } from '../helpers/net';
+import { freePorts } from '../helpers/net';
 import { bulkContacts, createSend, deliveryStatuses, few, minus, NONE, report, waitForCompleted } from './lib/campaign';
 import { patient } from '../helpers/wait';
 import { heraldEnv, requireBuilt, startServe, startWorker, useChildren, type Proc } from './lib/processes';
@@ -162,7 +162,7 @@ describe('SEND_RATE across three worker processes', () => {
 
 describe('two API processes serving one account', () => {
   it('take 200 concurrent contact adds, every address added exactly once', async () => {
-    const ports = [await freePort(), await freePort()];
+    const ports = await freePorts(2);
     const servers = ports.map((port, i) => startServe(`serve-${i + 1}`, heraldEnv(databaseUrl, { PORT: String(port), WORKER: '0' })));
     await Promise.all(servers.map((s) => s.ready));
     const list = await makeContactType(db, a, 'Two APIs');
